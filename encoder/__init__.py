@@ -1,0 +1,27 @@
+"""ocml encoder: conversations -> token ids + loss masks, and ids -> messages.
+
+    import encoder
+    enc = encoder.Encoder("harmony")
+    r = enc.render(conversation, mode="train")   # r.ids, r.mask, r.message_index
+"""
+
+from __future__ import annotations
+
+from .adapters import to_conversation
+from .encoder import Batch, Encoder
+from .errors import OcmlError
+from .masks import MaskPolicy
+from .messages import Conversation, CotPolicy, Message, Mode, Options
+from .render import RenderResult
+
+__all__ = [
+    "Batch", "Conversation", "CotPolicy", "Encoder", "MaskPolicy", "Message", "Mode", "OcmlError", "Options",
+    "RenderResult", "to_conversation",
+]
+
+
+def pack(*args, **kwargs):  # type: ignore[no-untyped-def]
+    """Sequence packing (see ``encoder.pack``)."""
+    from .pack import pack as _pack
+
+    return _pack(*args, **kwargs)

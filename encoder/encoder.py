@@ -1,0 +1,182 @@
+"""``Encoder``: one format + one tokenizer -> render, parse, text transcripts, stops."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import vocab
+from vocab import Tokenizer, canonical_format, control_table
+
+from . import cot as cot_mod
+from .adapters import to_conversation
+from .errors import OcmlError
+from .formats import format_class
+from .masks import MaskPolicy, message_flags
+from .messages import Conversation, CotPolicy, Message, Mode
+from .render import Renderer, RenderResult
+
+
+def default_tokenizer(fmt: str) -> Tokenizer:
+    table = control_table(fmt)
+    if table.fixed_ids:
+        return vocab.load(table.default_encoding)
+    return vocab.load(table.default_encoding, register=fmt)
+
+
+def _mode(mode: Mode | str) -> Mode:
+    try:
+        return Mode(mode)
+    except ValueError:
+        raise vocab.UnknownNameError(f"unknown mode {mode!r}", field="mode",
+                                     hint="one of: train, prompt, history") from None
+
+
+@dataclass
+class Batch:
+    """``render_batch`` output: one result per input (None where it failed) and the errors."""
+
+    results: list[RenderResult | None]
+    errors: list[tuple[int, OcmlError]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.results)
+
+    def __getitem__(self, i: int) -> RenderResult | None:
+        return self.results[i]
+
+    def ragged(self) -> dict[str, np.ndarray]:
+        """Flat ``ids``/``mask`` plus ``offsets`` (len n+1) over the successful results."""
+        ok = [r for r in self.results if r is not None]
+        lens = np.array([len(r) for r in ok], dtype=np.int64)
+        offsets = np.zeros(len(ok) + 1, dtype=np.int64)
+        np.cumsum(lens, out=offsets[1:])
+        return {
+            "ids": np.concatenate([r.ids for r in ok]) if ok else np.zeros(0, np.int32),
+            "mask": np.concatenate([r.mask for r in ok]) if ok else np.zeros(0, bool),
+            "offsets": offsets,
+        }
+
+
+class Encoder:
+    """Render conversations to ids + masks (and back) for one format and tokenizer.
+
+    ``tokenizer``: a ``vocab.Tokenizer``, a name for ``vocab.load`` (loaded as is: a
+    base name without registration means fallback mode), or None for the format's
+    default (controls registered).
+    """
+
+    def __init__(
+        self,
+        format: str = "openchatml-2.2",
+        tokenizer: Tokenizer | str | None = None,
+        *,
+        mask: MaskPolicy | str | dict | None = None,
+        cot: CotPolicy | str | None = None,
+        validate_bodies: bool = True,
+        **format_options: Any,
+    ) -> None:
+        self.format_name = canonical_format(format)
+        if tokenizer is None:
+            tokenizer = default_tokenizer(self.format_name)
+        elif isinstance(tokenizer, str):
+            tokenizer = vocab.load(tokenizer)
+        self.tokenizer: Tokenizer = tokenizer
+        self.format = format_class(self.format_name)(tokenizer, validate_bodies=validate_bodies, **format_options)
+        self.mask = MaskPolicy.parse(mask)
+        self.cot = cot_mod.parse_cot(cot)
+        self.renderer = Renderer(tokenizer)
+
+    def __repr__(self) -> str:
+        return f"<Encoder {self.format_name} on {self.tokenizer!r}>"
+
+    @property
+    def fallback_controls(self) -> tuple[str, ...]:
+        """Controls spelled as text because the tokenizer has no id for them."""
+        return self.format.text_controls
+
+    # -- rendering -------------------------------------------------------------
+    def prepare(self, conversation: Any, mode: Mode | str = "train",
+                cot: CotPolicy | str | None = None) -> tuple[Conversation, list[int]]:
+        """Normalised, validated conversation and the indices of the messages to render."""
+        conv = self.format.normalize(to_conversation(conversation))
+        self.format.validate(conv)
+        policy = self.cot if cot is None else cot_mod.parse_cot(cot)
+        drop = cot_mod.dropped(conv.messages, policy)
+        keep = [i for i in range(len(conv.messages)) if i not in drop]
+        return conv, keep
+
+    def render(self, conversation: Any, mode: Mode | str = "train", *, cot: CotPolicy | str | None = None,
+               mask: MaskPolicy | str | dict | None = None) -> RenderResult:
+        mode = _mode(mode)
+        conv, keep = self.prepare(conversation, mode, cot)
+        msgs = [conv.messages[i] for i in keep]
+        flags = message_flags(msgs, self.mask if mask is None else MaskPolicy.parse(mask))
+        fmt = self.format
+        ctx = fmt.context(conv)
+        plans = []
+        last = len(msgs) - 1
+        for j, m in enumerate(msgs):
+            ret = mode is Mode.TRAIN and j == last and m.role == "assistant" and fmt.is_final(m)
+            plans.append(fmt.plan(m, fmt.end_token(m, ret), ctx))
+        tail = fmt.generation_prompt() if mode is Mode.PROMPT else ()
+        dropped = tuple(i for i in range(len(conv.messages)) if i not in set(keep))
+        return self.renderer.render(plans, flags, keep, conv, tail, dropped)
+
+    def render_batch(self, conversations: Iterable[Any], mode: Mode | str = "train", *,
+                     cot: CotPolicy | str | None = None, mask: MaskPolicy | str | dict | None = None,
+                     errors: str = "raise") -> Batch:
+        """Render many conversations; ``errors="collect"`` records bad ones (by index) and goes on."""
+        if errors not in ("raise", "collect"):
+            raise vocab.UnknownNameError(f"errors={errors!r}", field="errors", hint="'raise' or 'collect'")
+        out = Batch([])
+        for i, conv in enumerate(conversations):
+            try:
+                out.results.append(self.render(conv, mode, cot=cot, mask=mask))
+            except OcmlError as exc:
+                if errors == "raise":
+                    raise
+                out.results.append(None)
+                out.errors.append((i, exc))
+        return out
+
+    # -- the other direction -------------------------------------------------------
+    def parse(self, ids: Sequence[int] | np.ndarray, *, strict: bool = False,
+              role: str | None = None) -> list[Message]:
+        from .parse import parse_ids
+
+        return parse_ids(self, ids, strict=strict, role=role)
+
+    def to_text(self, conversation: Any, mode: Mode | str = "history", *, cot: CotPolicy | str | None = "keep-all",
+                header: bool = True) -> str:
+        from .transcript import to_text
+
+        return to_text(self, conversation, mode=_mode(mode), cot=cot, header=header)
+
+    def parse_text(self, text: str, *, strict: bool = False) -> Conversation:
+        from .transcript import parse_text
+
+        return parse_text(self, text, strict=strict)
+
+    # -- inference side ----------------------------------------------------------------
+    def stop_ids(self, mode: str = "assistant") -> list[int]:
+        """Ids a sampler stops on: the turn-ending controls that are registered."""
+        from .stops import stop_ids
+
+        return stop_ids(self, mode)
+
+    def stop_strings(self) -> list[str]:
+        from .stops import stop_strings
+
+        return stop_strings(self)
+
+    def decoder(self, role: str | None = None, **kw: Any) -> Any:
+        from .stream.decoder import StreamDecoder
+
+        return StreamDecoder(self, role=role, **kw)

@@ -1,0 +1,22 @@
+"""The library's exception hierarchy (defined in ``vocab.errors``, the lowest layer)."""
+
+from vocab.errors import (  # noqa: F401
+    BodyConstraintError,
+    CallSchemaError,
+    ChannelMissingError,
+    DependencyError,
+    HeaderError,
+    InputError,
+    OcmlError,
+    ParseError,
+    StreamError,
+    UnknownNameError,
+    UnrepresentableError,
+    VocabError,
+)
+
+__all__ = [
+    "BodyConstraintError", "CallSchemaError", "ChannelMissingError", "DependencyError", "HeaderError",
+    "InputError", "OcmlError", "ParseError", "StreamError", "UnknownNameError", "UnrepresentableError",
+    "VocabError",
+]

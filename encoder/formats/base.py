@@ -1,0 +1,143 @@
+"""What every format shares: header validation, body constraints, text-mode escaping.
+
+A format turns one message into a ``MessagePlan`` (pieces); it never encodes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import ClassVar
+
+from vocab import ControlTable, Tokenizer, control_table
+
+from ..errors import BodyConstraintError, CallSchemaError, HeaderError, UnrepresentableError
+from ..messages import Conversation, Message
+from ..pieces import CTL, TXT, MessagePlan, Piece
+
+# A header value ends at whitespace or "<" (HIP-1 parsers cut there), so neither may occur inside.
+_BAD_HEADER = re.compile(r"[\s<>]|\|")
+HEADER_FIELDS = ("role", "channel", "recipient", "call_id", "name", "intent", "content_type", "constrain")
+
+
+class Format:
+    """Base class: subclasses set ``name`` and implement ``plan``/``generation_prompt``."""
+
+    name: ClassVar[str]
+    #: the control that ends the last assistant ``final`` of a training render, if the format has one
+    return_token: ClassVar[str | None] = None
+    channels: ClassVar[tuple[str, ...] | None] = ("analysis", "commentary", "final")
+
+    def __init__(self, tokenizer: Tokenizer, *, validate_bodies: bool = True) -> None:
+        self.tokenizer = tokenizer
+        self.table: ControlTable = control_table(self.name)
+        self.validate_bodies = validate_bodies
+        #: controls with no id in this tokenizer: spelled as text, so content must escape them
+        self.text_controls: tuple[str, ...] = tuple(c for c in self.table.controls if tokenizer.control_id(c) is None)
+        self._escape_re = (
+            re.compile("(?=" + "|".join(re.escape(c) for c in self.text_controls) + ")") if self.text_controls else None
+        )
+
+    # -- conversation level -------------------------------------------------
+    def normalize(self, conv: Conversation) -> Conversation:
+        """Format-specific rewriting (system synthesis, attribute defaults)."""
+        return conv
+
+    def validate(self, conv: Conversation) -> None:
+        calls: dict[str, int] = {}
+        for i, m in enumerate(conv.messages):
+            self.validate_header(m, i)
+            if self.validate_bodies:
+                self.validate_body(m, i)
+            if m.is_tool_call and m.call_id is not None:
+                calls[m.call_id] = i
+            if self.is_tool_reply(m) and m.call_id is not None and calls and m.call_id not in calls:
+                raise CallSchemaError(f"tool reply call_id {m.call_id!r} matches no earlier tool call",
+                                      index=i, field="call_id", hint="echo the call_id of the call this replies to")
+
+    def validate_header(self, m: Message, i: int) -> None:
+        for f in HEADER_FIELDS:
+            val = getattr(m, f)
+            if val is None:
+                continue
+            if val == "" or _BAD_HEADER.search(val):
+                raise HeaderError(
+                    f"{f} {val!r} is empty or contains whitespace, '<', '>' or '|'",
+                    index=i, field=f,
+                    hint="header values are single words; put free text in the content",
+                )
+        if self.channels is not None and m.channel is not None and m.channel not in self.channels:
+            raise HeaderError(f"channel {m.channel!r} is not one of {', '.join(self.channels)}", index=i,
+                              field="channel")
+
+    def validate_body(self, m: Message, i: int) -> None:
+        ctype = m.constrain or m.content_type
+        if m.constrain and m.content_type and m.constrain != m.content_type:
+            raise HeaderError(f"constrain {m.constrain!r} and content_type {m.content_type!r} disagree",
+                              index=i, field="constrain")
+        if ctype == "json" and m.structured is None:
+            try:
+                json.loads(m.content)
+            except ValueError as exc:
+                raise BodyConstraintError(f"body is not valid JSON ({exc})", index=i, field="content",
+                                          hint="fix the JSON or drop the json content type") from None
+
+    @staticmethod
+    def is_tool_reply(m: Message) -> bool:
+        return m.role == "tool" or m.role.startswith("functions.")
+
+    # -- message level --------------------------------------------------------
+    def plan(self, m: Message, end: str, ctx: PlanContext) -> MessagePlan:
+        raise NotImplementedError
+
+    def generation_prompt(self) -> tuple[Piece, ...]:
+        return ((CTL, "<|start|>"), (TXT, "assistant"))
+
+    def is_final(self, m: Message) -> bool:
+        """Does this assistant message close the answer (gets ``<|return|>`` when last in training)?"""
+        return m.effective_channel == "final" and m.recipient is None
+
+    def end_token(self, m: Message, last_train_final: bool) -> str:
+        if m.role == "assistant" and m.recipient is not None:
+            return "<|call|>"
+        if last_train_final and self.return_token:
+            return self.return_token
+        return "<|end|>"
+
+    # -- text-mode escaping -----------------------------------------------------
+    def escape(self, text: str) -> str:
+        """Double the ``<`` of every control spelled as text (OpenChatML 2.2 §3)."""
+        if self._escape_re is None or "<|" not in text:
+            return text
+        return self._escape_re.sub("<", text)
+
+    def body_pieces(self, m: Message, text: str, end: str, index: int) -> tuple[Piece, ...]:
+        """One text piece, escaped where controls are text; a trailing ``<`` must not read as an escape."""
+        if not self.text_controls:
+            return ((TXT, text),)
+        body = self.escape(text)
+        if body.endswith("<") and end in self.text_controls:
+            stripped = body.rstrip("<")
+            run = body[len(stripped):]
+            if "<|literal|>" in self.table.controls and "<|endliteral|>" not in text:
+                return ((TXT, stripped), (CTL, "<|literal|>"), (TXT, run), (CTL, "<|endliteral|>"))
+            raise UnrepresentableError(
+                "content ends with '<' right before a control spelled as text; it would read as an escape",
+                index=index, field="content",
+                hint="register the control tokens on the tokenizer (vocab.load(..., register=...)) or use openchatml-2.2",
+            )
+        return ((TXT, body),)
+
+
+class PlanContext:
+    """Per-render facts a format may need (kept tiny: built once per render)."""
+
+    __slots__ = ("has_function_tools",)
+
+    def __init__(self, has_function_tools: bool = False) -> None:
+        self.has_function_tools = has_function_tools
+
+
+def attrs(pairs: Sequence[tuple[str, str | None]]) -> str:
+    return "".join(f" {k}={v}" for k, v in pairs if v is not None)

@@ -1,0 +1,139 @@
+"""Harmony (gpt-oss): byte-exact with openai-harmony 0.0.8.
+
+Where Harmony headers are built: ``HarmonyFormat.plan``.  Piece order (each
+text piece encoded on its own, as openai-harmony does):
+``<|start|>`` role-or-tool-name | ``:name`` | `` to=recipient`` | ``<|channel|>`` channel |
+`` `` ``<|constrain|>`` type  (or `` content_type``) | ``<|message|>`` | items... |
+``<|call|>`` (assistant with any recipient, even ``all``) / ``<|end|>`` / ``<|return|>``.
+
+Differences from openai-harmony, all deliberate and documented:
+- header values are validated (no whitespace, ``<``, ``|``): Harmony renders them and
+  corrupts the header;
+- ``recipient_after_channel=True`` renders `` to=`` after the channel, as the model emits it;
+- conversation options (``reasoning_effort``, ``tools``, ``date``...) synthesise the system
+  and developer messages the gpt-oss way (plain leading system/developer text becomes
+  the developer instructions).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+from ..errors import CallSchemaError, InputError
+from ..messages import Conversation, Message, Options
+from ..pieces import CTL, TXT, MessagePlan, Piece
+from .base import Format, PlanContext
+from .harmony_sections import (
+    DeveloperContent,
+    SystemContent,
+    ToolDescription,
+    ToolNamespace,
+    builtin_namespace,
+    developer_text,
+    system_text,
+)
+
+
+class HarmonyFormat(Format):
+    name: ClassVar[str] = "harmony"
+    return_token: ClassVar[str | None] = "<|return|>"
+    channels: ClassVar[tuple[str, ...] | None] = None  # Harmony takes any channel word
+
+    def __init__(self, tokenizer, *, validate_bodies: bool = True, recipient_after_channel: bool = False) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(tokenizer, validate_bodies=validate_bodies)
+        self.recipient_after_channel = recipient_after_channel
+
+    def normalize(self, conv: Conversation) -> Conversation:
+        msgs = list(conv.messages)
+        for i, m in enumerate(msgs):
+            if m.structured is not None:
+                want = "system" if isinstance(m.structured, SystemContent) else "developer"
+                if m.role != want:
+                    raise InputError(f"{type(m.structured).__name__} in a {m.role} message", index=i,
+                                     field="content", hint=f"put it in a {want} message")
+            if (m.role == "tool") and not m.name:
+                raise CallSchemaError("a tool message needs the tool's name", index=i, field="name",
+                                      hint="set name='functions.<tool>' (or tool_call_id of an earlier call)")
+        if conv.options.wants_system and not any(isinstance(m.structured, SystemContent) for m in msgs):
+            msgs = _synthesize(msgs, conv.options)
+        return Conversation(tuple(msgs), conv.options)
+
+    def is_final(self, m: Message) -> bool:
+        return m.channel == "final"  # Harmony: the channel word itself, no 1.x default
+
+    def context(self, conv: Conversation) -> PlanContext:
+        has_fn = any(
+            isinstance(m.structured, DeveloperContent) and m.structured.tools
+            and "functions" in m.structured.tools and m.structured.tools["functions"].tools
+            for m in conv.messages
+        )
+        return PlanContext(has_function_tools=bool(has_fn))
+
+    def plan(self, m: Message, end: str, ctx: PlanContext) -> MessagePlan:
+        role = m.role
+        if role == "tool":
+            role = m.name or ""
+        header: list[Piece] = []
+        if m.name and m.role != "tool":
+            header.append((TXT, ":" + m.name))
+        to = (TXT, " to=" + m.recipient) if m.recipient and m.recipient != "all" else None
+        if to and not self.recipient_after_channel:
+            header.append(to)
+        if m.channel is not None:
+            header += ((CTL, "<|channel|>"), (TXT, m.channel))
+        if to and self.recipient_after_channel:
+            header.append(to)
+        if m.constrain is not None:
+            header += ((TXT, " "), (CTL, "<|constrain|>"))
+            if m.constrain:
+                header.append((TXT, m.constrain))
+        elif m.content_type is not None:
+            header.append((TXT, " " + m.content_type))
+        header.append((CTL, "<|message|>"))
+        s = m.structured
+        if isinstance(s, SystemContent):
+            body: tuple[Piece, ...] = ((TXT, system_text(s, ctx.has_function_tools)),)
+        elif isinstance(s, DeveloperContent):
+            body = ((TXT, developer_text(s)),)
+        elif m.parts is not None:
+            body = tuple((TXT, self.escape(p)) for p in m.parts)
+        else:
+            body = self.body_pieces(m, m.content, end, -1)
+        return MessagePlan(((CTL, "<|start|>"), (TXT, role)), tuple(header), body, ((CTL, end),))
+
+
+def _synthesize(msgs: list[Message], opt: Options) -> list[Message]:
+    """The gpt-oss convention: a system message from options, plain system/developer text as instructions."""
+    lead: list[str] = []
+    rest = msgs
+    while rest and rest[0].role in ("system", "developer") and rest[0].structured is None:
+        lead.append(rest[0].content)
+        rest = rest[1:]
+    sc = SystemContent()
+    kw = {}
+    if opt.model_identity is not None:
+        kw["model_identity"] = opt.model_identity
+    if opt.reasoning_effort is not None:
+        kw["reasoning_effort"] = opt.reasoning_effort
+    if opt.date is not None:
+        kw["conversation_start_date"] = opt.date
+    if opt.knowledge_cutoff is not None:
+        kw["knowledge_cutoff"] = opt.knowledge_cutoff
+    if opt.builtin_tools:
+        kw["tools"] = {name: builtin_namespace(name) for name in opt.builtin_tools}
+    sc = dataclasses.replace(sc, **kw) if kw else sc
+    out = [Message(role="system", structured=sc)]
+    instructions = "\n\n".join(x for x in ([opt.instructions] if opt.instructions else []) + lead if x)
+    fn_tools = tuple(ToolDescription(t["name"], t["description"], t["parameters"]) for t in (opt.tools or ()))
+    if instructions or fn_tools:
+        dc = DeveloperContent(
+            instructions=instructions or None,
+            tools={"functions": ToolNamespace("functions", None, fn_tools)} if fn_tools else None,
+        )
+        out.append(Message(role="developer", structured=dc))
+    existing_dev = [m for m in rest if m.role == "developer" and isinstance(m.structured, DeveloperContent)]
+    if existing_dev and len(out) > 1:
+        raise InputError("options would create a developer message, but the conversation already has one",
+                         field="tools", hint="put the tools/instructions in the existing developer message")
+    return out + rest

@@ -1,0 +1,115 @@
+"""The message model: what a conversation is, independent of any format.
+
+Adapters (``encoder.adapters``) turn the shapes people have into these; formats
+turn these into pieces.  Messages are frozen so renderers can cache on them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from enum import Enum
+from typing import Any
+
+
+class Mode(str, Enum):
+    TRAIN = "train"      # supervised target: last assistant final ends with <|return|>
+    PROMPT = "prompt"    # history + the generation prompt for the next assistant turn
+    HISTORY = "history"  # stored history: every message closed with its normal end token
+
+
+class CotPolicy(str, Enum):
+    DEFAULT = "default"    # OpenChatML §7 / HIP-1 rule 7
+    HARMONY = "harmony"    # openai-harmony 0.0.8's exact auto-drop rule
+    KEEP_ALL = "keep-all"
+    DROP_ALL = "drop-all"
+
+
+CHANNELS = ("analysis", "commentary", "final")
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: str
+    content: str = ""
+    channel: str | None = None
+    recipient: str | None = None
+    call_id: str | None = None
+    name: str | None = None
+    intent: str | None = None
+    content_type: str | None = None   # header hint (`content_type=`; Harmony's " code")
+    constrain: str | None = None      # type after <|constrain|> (e.g. "json")
+    # Several text items (openai-harmony renders each on its own); joined == content.
+    parts: tuple[str, ...] | None = None
+    # Harmony structured system/developer content (harmony_sections dataclasses).
+    structured: Any = None
+    # Per-message training override (None = follow the mask policy).
+    train: bool | None = None
+
+    @property
+    def effective_channel(self) -> str | None:
+        """1.x messages have no channel; an assistant's is then ``final`` (spec §5 rule 2)."""
+        if self.channel is None and self.role == "assistant":
+            return "final"
+        return self.channel
+
+    @property
+    def is_tool_call(self) -> bool:
+        return self.role == "assistant" and self.recipient is not None and self.recipient != "all"
+
+    def with_(self, **changes: Any) -> Message:
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Canonical dict (None fields omitted); ``adapters`` reads it back unchanged."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            val = getattr(self, f.name)
+            if val is None or (f.name == "content" and val == "" and self.structured is not None):
+                continue
+            if f.name == "structured":
+                val = val.to_dict()
+            elif f.name == "parts":
+                val = list(val)
+            out[f.name] = val
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """Conversation-level options (used where a format builds system text)."""
+
+    tools: tuple[dict[str, Any], ...] | None = None
+    builtin_tools: tuple[str, ...] | None = None
+    reasoning_effort: str | None = None
+    date: str | None = None
+    knowledge_cutoff: str | None = None
+    model_identity: str | None = None
+    instructions: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def wants_system(self) -> bool:
+        return any(v is not None for v in (self.tools, self.builtin_tools, self.reasoning_effort, self.date,
+                                            self.knowledge_cutoff, self.model_identity, self.instructions))
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    messages: tuple[Message, ...]
+    options: Options = field(default_factory=Options)
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def __getitem__(self, i: int) -> Message:
+        return self.messages[i]
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"messages": [m.to_dict() for m in self.messages]}
+        for f in fields(self.options):
+            val = getattr(self.options, f.name)
+            if f.name == "extra":
+                out.update(val)
+            elif val is not None:
+                out[f.name] = list(val) if isinstance(val, tuple) else val
+        return out

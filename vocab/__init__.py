@@ -1,0 +1,51 @@
+"""ocml vocabularies: control-token tables and tokenizer backends.
+
+    import vocab
+    tok = vocab.load("o200k_harmony")          # Harmony tokens at the gpt-oss ids
+    tok = vocab.load("cl100k_base", register="openchatml-2.2")
+    tok = vocab.from_hf("path/to/tokenizer_dir", register="openchatml-2.2")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .errors import OcmlError, UnknownNameError, VocabError
+from .hf_backend import HFTokenizer, from_hf
+from .tables import FORMAT_NAMES, ControlTable, canonical_format, control_table
+from .tiktoken_backend import TiktokenTokenizer, get_tiktoken
+from .tokenizer import Tokenizer
+
+# Named encodings that are a base vocabulary plus a format's fixed tokens.
+COMPOSITES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "o200k_harmony": ("o200k_base", ("harmony",)),
+}
+
+
+def encoding_names() -> list[str]:
+    from .base import encodings_table
+
+    return [*COMPOSITES, *encodings_table()]
+
+
+def load(name: str, register: str | Sequence[str] | None = None) -> TiktokenTokenizer:
+    """Load a tiktoken vocabulary offline (cached per process).
+
+    ``name``: ``o200k_harmony``, ``o200k_base``, ``cl100k_base`` or a path to a
+    ``.tiktoken`` file.  ``register``: a format name (or several) whose control
+    tokens are added (at the format's fixed ids where it has them, else appended).
+    """
+    formats: tuple[str, ...] = ()
+    if register is not None:
+        regs = [register] if isinstance(register, str) else list(register)
+        formats = tuple(canonical_format(r) for r in regs)
+    base, extra = COMPOSITES.get(name, (name, ()))
+    formats = tuple(dict.fromkeys(extra + formats))
+    return get_tiktoken(base, formats, name if name in COMPOSITES and formats == extra else None)
+
+
+__all__ = [
+    "COMPOSITES", "FORMAT_NAMES", "ControlTable", "HFTokenizer", "OcmlError", "TiktokenTokenizer",
+    "Tokenizer", "UnknownNameError", "VocabError", "canonical_format", "control_table",
+    "encoding_names", "from_hf", "load",
+]

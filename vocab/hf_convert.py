@@ -1,0 +1,642 @@
+"""Exact, offline conversion of tiktoken BPE ranks to a HuggingFace tokenizer.
+
+The result is a byte-level BPE ``tokenizers.Tokenizer`` whose ids match
+``tiktoken.Encoding.encode_ordinary`` id for id.  How each tiktoken concept is
+mapped:
+
+* **Vocab** - every rank's bytes are written with the GPT-2 ``bytes_to_unicode``
+  alphabet (the byte-level convention HF uses) and keep their rank as id.
+* **Merges** - tiktoken has no merge list: at every step it merges the adjacent
+  pair whose *concatenation* has the lowest rank.  We therefore emit, for every
+  multi-byte token, *every* split ``(left, right)`` whose halves are both
+  tokens, ordered by the rank of the merged token (then the ranks of the
+  halves).  HF's BPE then always picks the pair with the lowest merged rank,
+  exactly like tiktoken.  (The one theoretical difference: two *different*
+  splits of the same token competing at the same time are ordered by our
+  tie-break instead of tiktoken's leftmost-first; no such case occurs in the
+  cl100k/o200k test corpora.)
+* ``ignore_merges=True`` - tiktoken looks a whole pre-token piece up before
+  running BPE on it; HF does the same with this flag.
+* **Pre-tokenizer** - ``Split(Regex(pat), "isolated")`` then
+  ``ByteLevel(add_prefix_space=False, use_regex=False)``.  HF's regex engine is
+  Oniguruma, not tiktoken's fancy-regex, so ``pat_str`` is translated (see
+  :func:`onig_pattern`): possessive intervals ``x{1,3}+`` become atomic groups
+  (Oniguruma reads ``{1,3}+`` as "repeat the interval", which would glue all
+  digits together), and ``$``/``^`` become ``\\z``/``\\A`` (Oniguruma's ``$`` is
+  end-of-*line*).  Decoder: ``ByteLevel``.  No normalizer, no post-processor.
+* **Special tokens** - placed *at their given ids*.  HF ignores the ``id`` of
+  an ``added_tokens`` entry unless the content is also in the model vocab
+  (otherwise ids are handed out sequentially), so each special is written into
+  the model vocab *and* ``added_tokens`` as
+  ``AddedToken(special=True, normalized=False, lstrip=rstrip=single_word=False)``.
+* **Id gaps** - ids below the highest id that belong to neither a rank nor a
+  special (cl100k: 100256 and 100261..100275; o200k: 199998, 200000..200017)
+  are filled with reserved special tokens ``<|ocml_unused_N|>`` (N = the id).
+  This keeps the HF vocab dense: ``get_vocab_size()`` equals tiktoken's
+  ``n_vocab`` and HF never hands a later added token an id that is already
+  taken.  tiktoken cannot produce these ids, so they never appear in encodings;
+  decoding one yields its placeholder text (or nothing with
+  ``skip_special_tokens=True``).
+
+Special-token text in user input: HF splits added tokens out of the text before
+pre-tokenization.  With ``tok.encode_special_tokens = True`` tokens flagged
+``special`` are *not* split out, so ``"<|start|>hi"`` encodes as ordinary text
+(what ``encode_ordinary`` does).  Added tokens that are **not** flagged special
+would still be matched even then - this module only ever adds special ones, so
+the converted tokenizer has none.  Because specials also live in the model vocab,
+a pre-token piece that spelled a special's vocab entry would hit it through the
+whole-piece lookup; :func:`build_hf_tokenizer` checks that this cannot happen
+and raises :class:`VocabError` if it could.
+
+Conversion of o200k takes a couple of seconds; pass ``cache_key`` to keep the
+tokenizer.json under ``$OCML_CACHE_DIR/hf/`` (default ``~/.cache/ocml/hf/``).
+The cache file is written atomically, carries the sha256 of its payload and is
+re-verified on load; anything that does not check out is rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import re
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vocab.errors import VocabError, require
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import tokenizers
+    import transformers
+
+__all__ = [
+    "FORMAT_VERSION",
+    "UNUSED_TOKEN_TEMPLATE",
+    "build_hf_tokenizer",
+    "bytes_to_unicode",
+    "cache_dir",
+    "onig_pattern",
+    "to_pretrained_fast",
+]
+
+#: Bump when the produced tokenizer.json changes, so old cache files are ignored.
+FORMAT_VERSION = 1
+
+#: Placeholder content for ids no rank or special token covers.
+UNUSED_TOKEN_TEMPLATE = "<|ocml_unused_{}|>"
+
+_CACHE_MAGIC = "ocml-hf-tokenizer"
+
+
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's reversible byte -> printable-unicode-char map (HF ByteLevel uses it)."""
+    printable = (
+        list(range(ord("!"), ord("~") + 1))
+        + list(range(ord("\xa1"), ord("\xac") + 1))
+        + list(range(ord("\xae"), ord("\xff") + 1))
+    )
+    chars = printable[:]
+    extra = 0
+    for b in range(256):
+        if b not in printable:
+            printable.append(b)
+            chars.append(256 + extra)
+            extra += 1
+    return {b: chr(c) for b, c in zip(printable, chars)}
+
+
+_BYTE_ENCODER: dict[int, str] = bytes_to_unicode()
+_BYTE_DECODER: dict[str, int] = {c: b for b, c in _BYTE_ENCODER.items()}
+# latin-1 decodes byte b to chr(b); translating that through this table is a
+# C-speed bytes -> byte-level string conversion (no per-byte Python loop).
+_LATIN1_TO_BYTE_LEVEL: dict[int, str] = {b: c for b, c in _BYTE_ENCODER.items()}
+
+
+def _byte_level(token: bytes) -> str:
+    return token.decode("latin-1").translate(_LATIN1_TO_BYTE_LEVEL)
+
+
+# --------------------------------------------------------------------------
+# Regex translation (fancy-regex / Rust regex -> Oniguruma)
+# --------------------------------------------------------------------------
+
+_INTERVAL = re.compile(r"\{\d+(?:,\d*)?\}")
+
+
+def _atom_start(pattern: str, end: int, atoms: list[tuple[int, int]]) -> int:
+    """Start index of the atom ending at ``end`` (exclusive), from the scan."""
+    for start, stop in reversed(atoms):
+        if stop == end:
+            return start
+    raise VocabError(f"cannot translate pat_str: no atom before index {end}: {pattern!r}")
+
+
+def onig_pattern(pat_str: str) -> str:
+    """Translate a tiktoken (fancy-regex) pattern to Oniguruma, HF's engine.
+
+    Only the constructs whose meaning differs are rewritten:
+
+    * ``X{n,m}+`` (possessive interval) -> ``(?>X{n,m})``; Oniguruma would
+      read it as ``(?:X{n,m})+``.
+    * ``$`` -> ``\\z`` and ``^`` -> ``\\A`` outside classes: without the
+      ``m`` flag Rust's anchors mean start/end of *text*; Oniguruma's mean
+      start/end of *line*.
+
+    ``?+``, ``*+``, ``++``, ``\\p{..}``, ``(?i:..)`` and ``\\s`` mean the same in
+    both engines and are left alone.
+    """
+    out: list[str] = []
+    # (start, stop) of each complete atom emitted into ``out`` (in out-index
+    # space), so a quantifier can find what it applies to.
+    atoms: list[tuple[int, int]] = []
+    group_starts: list[int] = []
+    pos_out = 0
+    i = 0
+    n = len(pat_str)
+
+    def emit(text: str) -> int:
+        nonlocal pos_out
+        out.append(text)
+        start = pos_out
+        pos_out += len(text)
+        return start
+
+    while i < n:
+        ch = pat_str[i]
+        if ch == "\\":
+            # Escape: \p{..} / \P{..} / \x{..} take a braced argument.
+            j = i + 2
+            if j <= n and pat_str[i + 1 : i + 2] in ("p", "P", "x") and pat_str[j : j + 1] == "{":
+                close = pat_str.find("}", j)
+                if close < 0:
+                    raise VocabError(f"cannot translate pat_str: unterminated escape: {pat_str!r}")
+                j = close + 1
+            start = emit(pat_str[i:j])
+            atoms.append((start, pos_out))
+            i = j
+        elif ch == "[":
+            # Character class, possibly nested; copied verbatim ($ and ^ are
+            # literal/negation inside).
+            j = i + 1
+            depth = 1
+            if pat_str[j : j + 1] == "^":
+                j += 1
+            if pat_str[j : j + 1] == "]":
+                j += 1
+            while j < n and depth:
+                c = pat_str[j]
+                if c == "\\":
+                    j += 2
+                    continue
+                if c == "[":
+                    depth += 1
+                elif c == "]":
+                    depth -= 1
+                j += 1
+            if depth:
+                raise VocabError(f"cannot translate pat_str: unterminated class: {pat_str!r}")
+            start = emit(pat_str[i:j])
+            atoms.append((start, pos_out))
+            i = j
+        elif ch == "(":
+            group_starts.append(emit("("))
+            i += 1
+        elif ch == ")":
+            emit(")")
+            if not group_starts:
+                raise VocabError(f"cannot translate pat_str: unbalanced ')': {pat_str!r}")
+            atoms.append((group_starts.pop(), pos_out))
+            i += 1
+        elif ch == "$":
+            emit("\\z")
+            i += 1
+        elif ch == "^":
+            emit("\\A")
+            i += 1
+        elif ch == "{":
+            m = _INTERVAL.match(pat_str, i)
+            if m is None:  # a literal brace
+                start = emit(ch)
+                atoms.append((start, pos_out))
+                i += 1
+                continue
+            interval = m.group(0)
+            after = m.end()
+            if pat_str[after : after + 1] == "+":
+                # Possessive interval: wrap "atom{n,m}" into an atomic group.
+                text = "".join(out)
+                a = _atom_start(text, pos_out, atoms)
+                body = text[a:] + interval
+                out[:] = [text[:a]]
+                pos_out = a
+                start = emit("(?>" + body + ")")
+                # Drop atoms inside the rewritten span; the group is one atom.
+                atoms[:] = [t for t in atoms if t[1] <= a]
+                atoms.append((start, pos_out))
+                i = after + 1
+            else:
+                emit(interval)
+                i = after
+        else:
+            start = emit(ch)
+            if ch not in "|?*+":
+                atoms.append((start, pos_out))
+            i += 1
+    if group_starts:
+        raise VocabError(f"cannot translate pat_str: unbalanced '(': {pat_str!r}")
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------
+# Building
+# --------------------------------------------------------------------------
+
+
+def _check_ranks(ranks: dict[bytes, int]) -> int:
+    """Validate ranks; return the number of distinct ids they use."""
+    if not ranks:
+        raise VocabError("cannot convert an empty rank table")
+    ids = set(ranks.values())
+    if len(ids) != len(ranks):
+        raise VocabError("rank table maps two tokens to the same rank")
+    if min(ids) < 0:
+        raise VocabError("rank table has a negative rank")
+    missing = [b for b in range(256) if bytes((b,)) not in ranks]
+    if missing:
+        # HF's BPE silently drops characters it has no symbol for, where
+        # tiktoken would fail; refuse rather than produce a lossy tokenizer.
+        raise VocabError(
+            f"rank table lacks {len(missing)} single-byte tokens (first: {missing[0]:#04x}); "
+            "byte-level BPE needs all 256",
+        )
+    return len(ids)
+
+
+def _merges(ranks: dict[bytes, int], id_to_str: list[str]) -> list[list[str]]:
+    """Every (left, right) split of every token, ordered like tiktoken merges."""
+    get = ranks.get
+    keyed: list[tuple[int, int, int]] = []
+    append = keyed.append
+    for token, rank in ranks.items():
+        n = len(token)
+        # Single bytes are the initial symbols; nothing merges into them.
+        for i in range(1, n):
+            left = get(token[:i])
+            if left is None:
+                continue
+            right = get(token[i:])
+            if right is not None:
+                append((rank, left, right))
+    # Lowest merged rank first - the pair tiktoken would merge first.
+    keyed.sort()
+    return [[id_to_str[left], id_to_str[right]] for _, left, right in keyed]
+
+
+def _plan_specials(
+    ranks: dict[bytes, int], vocab: dict[str, int], special_tokens: dict[str, int]
+) -> list[tuple[int, str]]:
+    """All added tokens (given specials plus gap fillers), sorted by id."""
+    rank_ids = set(ranks.values())
+    by_id: dict[int, str] = {}
+    for content, sid in special_tokens.items():
+        if not isinstance(content, str) or not content:
+            raise VocabError(f"special token {content!r} must be a non-empty string")
+        if not isinstance(sid, int) or isinstance(sid, bool) or sid < 0:
+            raise VocabError(f"special token {content!r} has invalid id {sid!r}")
+        if sid in rank_ids:
+            raise VocabError(f"special token {content!r} id {sid} is already a BPE rank")
+        if sid in by_id:
+            raise VocabError(f"special tokens {by_id[sid]!r} and {content!r} share id {sid}")
+        if content in vocab:
+            raise VocabError(
+                f"special token {content!r} spells the byte-level form of BPE rank "
+                f"{vocab[content]}; HF cannot hold both"
+            )
+        by_id[sid] = content
+    top = max(rank_ids | set(by_id))
+    taken = set(special_tokens)
+    for gap in range(top + 1):
+        if gap in rank_ids or gap in by_id:
+            continue
+        filler = UNUSED_TOKEN_TEMPLATE.format(gap)
+        if filler in taken or filler in vocab:
+            raise VocabError(f"gap filler {filler!r} collides with an existing token")
+        by_id[gap] = filler
+    return sorted(by_id.items())
+
+
+def _tokenizer_json(
+    ranks: dict[bytes, int], pat_str: str, special_tokens: dict[str, int]
+) -> tuple[str, list[tuple[int, str]]]:
+    """Build the tokenizer.json text and the (id, content) added-token plan."""
+    _check_ranks(ranks)
+    top_rank = max(ranks.values())
+    id_to_str = [""] * (top_rank + 1)
+    vocab: dict[str, int] = {}
+    for token, rank in ranks.items():
+        s = _byte_level(token)
+        id_to_str[rank] = s
+        vocab[s] = rank
+    added = _plan_specials(ranks, vocab, special_tokens)
+    for sid, content in added:
+        vocab[content] = sid
+    doc: dict[str, Any] = {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [
+            {
+                "id": sid,
+                "content": content,
+                "single_word": False,
+                "lstrip": False,
+                "rstrip": False,
+                "normalized": False,
+                "special": True,
+            }
+            for sid, content in added
+        ],
+        "normalizer": None,
+        "pre_tokenizer": {
+            "type": "Sequence",
+            "pretokenizers": [
+                {
+                    "type": "Split",
+                    "pattern": {"Regex": onig_pattern(pat_str)},
+                    "behavior": "Isolated",
+                    "invert": False,
+                },
+                {
+                    "type": "ByteLevel",
+                    "add_prefix_space": False,
+                    "trim_offsets": True,
+                    "use_regex": False,
+                },
+            ],
+        },
+        "post_processor": None,
+        "decoder": {
+            "type": "ByteLevel",
+            "add_prefix_space": True,
+            "trim_offsets": True,
+            "use_regex": True,
+        },
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": True,
+            "vocab": vocab,
+            "merges": _merges(ranks, id_to_str),
+        },
+    }
+    # ensure_ascii=False: ~2x smaller file and faster to write and parse.
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")), added
+
+
+def _expected_added(ranks: dict[bytes, int], special_tokens: dict[str, int]) -> list[tuple[int, str]]:
+    """The added-token plan without building the BPE (for verifying a cache hit)."""
+    _check_ranks(ranks)
+    vocab = {_byte_level(t): r for t, r in ranks.items()}
+    return _plan_specials(ranks, vocab, special_tokens)
+
+
+def _verify(tok: "tokenizers.Tokenizer", n_vocab: int, added: list[tuple[int, str]]) -> None:
+    """Raise VocabError unless every added token sits exactly at its id."""
+    size = tok.get_vocab_size(with_added_tokens=True)
+    if size != n_vocab:
+        raise VocabError(f"converted tokenizer has {size} ids, expected {n_vocab}")
+    for sid, content in added:
+        got = tok.token_to_id(content)
+        if got != sid:
+            raise VocabError(
+                f"special token {content!r} landed at id {got}, expected {sid}",
+                hint="report this: the HF tokenizer.json layout may have changed",
+            )
+        if tok.id_to_token(sid) != content:
+            raise VocabError(f"id {sid} maps to {tok.id_to_token(sid)!r}, expected {content!r}")
+    _check_specials_unreachable(tok, added)
+
+
+def _check_specials_unreachable(tok: "tokenizers.Tokenizer", added: list[tuple[int, str]]) -> None:
+    """Ensure ordinary text can never encode to a special id.
+
+    Specials are in the model vocab (needed for their ids), and BPE with
+    ``ignore_merges`` looks a whole pre-token piece up in that vocab.  A piece
+    reaches the vocab in byte-level spelling, so a special is reachable only if
+    its content is itself a byte-level string whose bytes form one piece.
+    """
+    texts: list[str] = []
+    ids: list[int] = []
+    for sid, content in added:
+        if not all(c in _BYTE_DECODER for c in content):
+            continue  # some char can never come out of the ByteLevel step
+        try:
+            text = bytes(_BYTE_DECODER[c] for c in content).decode("utf-8")
+        except UnicodeDecodeError:
+            continue  # no text produces these bytes as one piece
+        texts.append(text)
+        ids.append(sid)
+    if not texts:
+        return
+    before = tok.encode_special_tokens
+    tok.encode_special_tokens = True
+    try:
+        encoded = tok.encode_batch(texts, add_special_tokens=False)
+    finally:
+        tok.encode_special_tokens = before
+    for text, sid, enc in zip(texts, ids, encoded):
+        if sid in enc.ids:
+            raise VocabError(
+                f"special token id {sid} would be produced from the plain text {text!r}",
+                hint="rename the special token so it is not a single pre-token piece",
+            )
+
+
+# --------------------------------------------------------------------------
+# Cache
+# --------------------------------------------------------------------------
+
+
+def cache_dir() -> Path:
+    """``$OCML_CACHE_DIR/hf`` if set, else ``~/.cache/ocml/hf``."""
+    root = os.environ.get("OCML_CACHE_DIR")
+    base = Path(root).expanduser() if root else Path.home() / ".cache" / "ocml"
+    return base / "hf"
+
+
+def _cache_digest(ranks: dict[bytes, int], pat_str: str, special_tokens: dict[str, int]) -> str:
+    # The caller's cache_key names the vocab; the digest also covers what we
+    # are given, so a changed table, pattern or special set never hits an old
+    # file.  pickle of the dict is C-speed (~3 MB for o200k); a differing
+    # insertion order only costs a rebuild, never a wrong hit.
+    h = hashlib.sha256()
+    h.update(f"{_CACHE_MAGIC}/{FORMAT_VERSION}\0{pat_str}\0".encode())
+    h.update(json.dumps(sorted(special_tokens.items()), ensure_ascii=False).encode())
+    h.update(pickle.dumps(ranks, protocol=4))
+    return h.hexdigest()
+
+
+def _cache_path(cache_key: str, digest: str) -> Path:
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", cache_key)[:64] or "tok"
+    return cache_dir() / f"{slug}-{digest[:24]}.ocml-tokenizer"
+
+
+def _read_cache(path: Path, digest: str) -> str | None:
+    """The cached tokenizer.json text, or None if absent or not trustworthy."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    head, sep, payload = raw.partition(b"\n")
+    if not sep:
+        return None
+    try:
+        meta = json.loads(head)
+    except ValueError:
+        return None
+    if (
+        not isinstance(meta, dict)
+        or meta.get("magic") != _CACHE_MAGIC
+        or meta.get("format") != FORMAT_VERSION
+        or meta.get("key") != digest
+        or meta.get("sha256") != hashlib.sha256(payload).hexdigest()
+    ):
+        return None
+    try:
+        return payload.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _write_cache(path: Path, digest: str, payload: str) -> None:
+    """Atomically store the tokenizer.json; failures only cost a rebuild later."""
+    data = payload.encode("utf-8")
+    head = json.dumps(
+        {
+            "magic": _CACHE_MAGIC,
+            "format": FORMAT_VERSION,
+            "key": digest,
+            "sha256": hashlib.sha256(data).hexdigest(),
+        }
+    ).encode()
+    tmp: str | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(head + b"\n" + data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        # os.replace is atomic: readers see the old file or the whole new one.
+        os.replace(tmp, path)
+        tmp = None
+    except OSError:
+        pass  # read-only home, full disk...: the cache is an optimisation only
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+# --------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------
+
+
+def build_hf_tokenizer(
+    ranks: dict[bytes, int],
+    pat_str: str,
+    special_tokens: dict[str, int],
+    *,
+    cache_key: str | None = None,
+) -> "tokenizers.Tokenizer":
+    """Convert tiktoken ranks + pattern + specials to an HF ``Tokenizer``.
+
+    ``tok.encode(text, add_special_tokens=False).ids`` equals
+    ``tiktoken.Encoding.encode_ordinary(text)`` once ``tok.encode_special_tokens``
+    is True (the default False makes HF split special-token text out of the
+    input, like ``encode(text, allowed_special="all")``).
+
+    Every special token sits exactly at its given id; ids that neither a rank
+    nor a special covers are filled with special placeholders
+    ``<|ocml_unused_N|>`` (see the module docstring).  ``cache_key`` (e.g. the
+    encoding name) enables the on-disk tokenizer.json cache.
+
+    Raises :class:`VocabError` for inconsistent input (duplicate ranks or ids,
+    a special colliding with a rank, missing single bytes) or if HF does not
+    place a token at its id; :class:`DependencyError` without ``tokenizers``.
+    """
+    tk = require("tokenizers", "hf")
+    digest = path = None
+    if cache_key is not None:
+        digest = _cache_digest(ranks, pat_str, special_tokens)
+        path = _cache_path(cache_key, digest)
+        text = _read_cache(path, digest)
+        if text is not None:
+            try:
+                tok = tk.Tokenizer.from_str(text)
+                added = _expected_added(ranks, special_tokens)
+                n_vocab = max(max(ranks.values()), added[-1][0] if added else -1) + 1
+                _verify(tok, n_vocab, added)
+                return tok
+            except VocabError:
+                pass  # stale or tampered cache: rebuild below and overwrite
+            except Exception:  # noqa: BLE001 - tokenizers raises bare Exception on bad JSON
+                pass
+    text, added = _tokenizer_json(ranks, pat_str, special_tokens)
+    try:
+        tok = tk.Tokenizer.from_str(text)
+    except Exception as exc:  # noqa: BLE001 - tokenizers raises bare Exception
+        raise VocabError(f"tokenizers rejected the converted vocabulary: {exc}") from exc
+    n_vocab = max(max(ranks.values()), added[-1][0] if added else -1) + 1
+    _verify(tok, n_vocab, added)
+    if path is not None and digest is not None:
+        _write_cache(path, digest, text)
+    return tok
+
+
+def to_pretrained_fast(
+    tok: "tokenizers.Tokenizer",
+    special_tokens: dict[str, int],
+    *,
+    eos_token: str | None = None,
+    bos_token: str | None = None,
+    pad_token: str | None = None,
+) -> "transformers.PreTrainedTokenizerFast":
+    """Wrap a converted tokenizer for ``transformers`` with identical ids.
+
+    ``eos/bos/pad`` must name tokens in ``special_tokens``.  The wrapper adds no
+    BOS/EOS when encoding (there is no post-processor).  Raises
+    :class:`VocabError` if the wrapper would move any id.
+    """
+    tf = require("transformers", "hf")
+    roles = {"eos_token": eos_token, "bos_token": bos_token, "pad_token": pad_token}
+    kwargs: dict[str, str] = {}
+    for role, content in roles.items():
+        if content is None:
+            continue
+        if content not in special_tokens:
+            raise VocabError(f"{role} {content!r} is not one of the special tokens")
+        kwargs[role] = content
+    before = tok.get_vocab_size(with_added_tokens=True)
+    fast = tf.PreTrainedTokenizerFast(tokenizer_object=tok, **kwargs)
+    # transformers may re-register tokens; check nothing moved or was added.
+    inner = fast.backend_tokenizer
+    if inner.get_vocab_size(with_added_tokens=True) != before or len(fast) != before:
+        raise VocabError(
+            f"transformers changed the vocabulary size from {before} to {len(fast)}"
+        )
+    for content, sid in special_tokens.items():
+        got = fast.convert_tokens_to_ids(content)
+        if got != sid:
+            raise VocabError(f"transformers moved special token {content!r} from id {sid} to {got}")
+    return fast

@@ -1,0 +1,80 @@
+"""Control-token tables: which tokens each format needs, and at which ids.
+
+The tables are data (``vocab/data/tokens/<format>.json``); this module only reads
+them.  A table says which strings are *controls* (structural tokens of the
+format), which are optional *markers* (OpenChatML CoT markers: registered as
+ids, never structural), and, where the format fixes them, their ids.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+
+from .errors import UnknownNameError
+
+FORMAT_NAMES: tuple[str, ...] = ("openchatml-2.2", "openchatml-2.0", "harmony", "chatml", "apertus")
+# Accepted spellings that map onto a canonical table name.
+ALIASES: dict[str, str] = {
+    "openchatml": "openchatml-2.2",
+    "openchatml-1": "openchatml-2.2",
+    "openchatml-1.x": "openchatml-2.2",
+    "openchatml-0.1": "chatml",
+    "gpt-oss": "harmony",
+}
+
+
+@dataclass(frozen=True)
+class ControlTable:
+    format: str
+    controls: tuple[str, ...]
+    markers: tuple[str, ...] = ()
+    # Ids the format itself fixes (Harmony); registration must use exactly these.
+    fixed_ids: dict[str, int] = field(default_factory=dict)
+    # Reserved filler tokens (Harmony): (template, first id, last id inclusive).
+    reserved: tuple[str, int, int] | None = None
+    # Ids a format's own tokenizer uses (Apertus); informative, checked by from_hf.
+    native_ids: dict[str, int] = field(default_factory=dict)
+    default_encoding: str = "o200k_base"
+
+    @property
+    def all_tokens(self) -> tuple[str, ...]:
+        """Controls then markers: what ``register=`` appends, in order."""
+        return self.controls + tuple(m for m in self.markers if m not in self.controls)
+
+    def reserved_tokens(self) -> dict[str, int]:
+        if self.reserved is None:
+            return {}
+        template, first, last = self.reserved
+        taken = set(self.fixed_ids.values())
+        return {template.format(id=i): i for i in range(first, last + 1) if i not in taken}
+
+
+def canonical_format(name: str) -> str:
+    key = name.strip().lower()
+    key = ALIASES.get(key, key)
+    if key not in FORMAT_NAMES:
+        raise UnknownNameError(
+            f"unknown format {name!r}",
+            field="format",
+            hint=f"valid formats: {', '.join(FORMAT_NAMES)}",
+        )
+    return key
+
+
+@lru_cache(maxsize=None)
+def control_table(format_name: str) -> ControlTable:
+    name = canonical_format(format_name)
+    raw = json.loads(resources.files("vocab").joinpath("data", "tokens", f"{name}.json").read_text("utf-8"))
+    reserved = raw.get("reserved")
+    return ControlTable(
+        format=name,
+        controls=tuple(raw["controls"]),
+        markers=tuple(raw.get("markers", ())),
+        fixed_ids=dict(raw.get("fixed_ids", {})),
+        reserved=(reserved["template"], reserved["first"], reserved["last"]) if reserved else None,
+        native_ids=dict(raw.get("native_ids", {})),
+        default_encoding=raw.get("default_encoding", "o200k_base"),
+    )
