@@ -179,7 +179,7 @@ def _message(raw: Mapping[str, Any], index: int, call_names: dict[str, str]) -> 
     name = _opt_str(raw, "name", index)
     if role == "tool" and name is None and call_id in call_names:
         name = call_names[call_id]
-    if role == "tool" and name is not None and "." not in name:
+    if role == "tool" and name is not None and "." not in name and "tool_call_id" in raw:
         name = "functions." + name  # OpenAI tool messages name the bare function
     if role == "tool":
         recipient = recipient or "assistant"

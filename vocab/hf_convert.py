@@ -56,12 +56,15 @@ re-verified on load; anything that does not check out is rebuilt.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import os
 import pickle
 import re
 import tempfile
+from itertools import repeat
+from operator import add, and_, rshift
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -109,13 +112,13 @@ def bytes_to_unicode() -> dict[int, str]:
 
 _BYTE_ENCODER: dict[int, str] = bytes_to_unicode()
 _BYTE_DECODER: dict[str, int] = {c: b for b, c in _BYTE_ENCODER.items()}
-# latin-1 decodes byte b to chr(b); translating that through this table is a
-# C-speed bytes -> byte-level string conversion (no per-byte Python loop).
-_LATIN1_TO_BYTE_LEVEL: dict[int, str] = {b: c for b, c in _BYTE_ENCODER.items()}
+# A 256-char decoding table lets the C charmap codec do bytes -> byte-level
+# string (no per-byte Python loop; ~0.1 s for o200k).
+_CHARMAP: str = "".join(_BYTE_ENCODER[b] for b in range(256))
 
 
 def _byte_level(token: bytes) -> str:
-    return token.decode("latin-1").translate(_LATIN1_TO_BYTE_LEVEL)
+    return codecs.charmap_decode(token, "strict", _CHARMAP)[0]
 
 
 # --------------------------------------------------------------------------
@@ -274,24 +277,41 @@ def _check_ranks(ranks: dict[bytes, int]) -> int:
     return len(ids)
 
 
-def _merges(ranks: dict[bytes, int], id_to_str: list[str]) -> list[list[str]]:
-    """Every (left, right) split of every token, ordered like tiktoken merges."""
+def _merges(ranks: dict[bytes, int], id_to_str: list[str]) -> list[str]:
+    """Every (left, right) split of every token, ordered like tiktoken merges.
+
+    Returned in tokenizers' ``"left right"`` form: byte-level strings never
+    contain a space, and this form parses ~40% faster than ``[left, right]``.
+
+    o200k has ~1.2M split candidates (446k real merges).  Each found merge is
+    packed into one int ``merged rank | left rank | right rank`` so a plain
+    int sort yields the order (merged rank first - the pair tiktoken merges
+    first - then left, then right) without 446k tuples.  The look-ups
+    themselves dominate (~0.5 s); vectorising them with ``map`` was not faster.
+    """
     get = ranks.get
-    keyed: list[tuple[int, int, int]] = []
-    append = keyed.append
+    width = max(ranks.values()).bit_length()
+    keys: list[int] = []
+    append = keys.append
     for token, rank in ranks.items():
         n = len(token)
-        # Single bytes are the initial symbols; nothing merges into them.
+        if n < 2:
+            continue  # single bytes are the initial symbols
+        base = rank << (2 * width)
         for i in range(1, n):
             left = get(token[:i])
             if left is None:
                 continue
             right = get(token[i:])
             if right is not None:
-                append((rank, left, right))
-    # Lowest merged rank first - the pair tiktoken would merge first.
-    keyed.sort()
-    return [[id_to_str[left], id_to_str[right]] for _, left, right in keyed]
+                append(base | left << width | right)
+    keys.sort()
+    mask = (1 << width) - 1
+    spaced = [s + " " for s in id_to_str]
+    # C-level unpacking and concatenation (a Python loop costs ~0.2 s more).
+    lefts = map(spaced.__getitem__, map(and_, map(rshift, keys, repeat(width)), repeat(mask)))
+    rights = map(id_to_str.__getitem__, map(and_, keys, repeat(mask)))
+    return list(map(add, lefts, rights))
 
 
 def _plan_specials(
@@ -333,12 +353,11 @@ def _tokenizer_json(
     """Build the tokenizer.json text and the (id, content) added-token plan."""
     _check_ranks(ranks)
     top_rank = max(ranks.values())
+    strings = list(map(_byte_level, ranks))
+    vocab: dict[str, int] = dict(zip(strings, ranks.values()))
     id_to_str = [""] * (top_rank + 1)
-    vocab: dict[str, int] = {}
-    for token, rank in ranks.items():
-        s = _byte_level(token)
+    for s, rank in zip(strings, ranks.values()):
         id_to_str[rank] = s
-        vocab[s] = rank
     added = _plan_specials(ranks, vocab, special_tokens)
     for sid, content in added:
         vocab[content] = sid
@@ -401,10 +420,14 @@ def _tokenizer_json(
 
 
 def _expected_added(ranks: dict[bytes, int], special_tokens: dict[str, int]) -> list[tuple[int, str]]:
-    """The added-token plan without building the BPE (for verifying a cache hit)."""
+    """The added-token plan without building the BPE (for verifying a cache hit).
+
+    Skips the special-vs-rank spelling clash check (which needs every rank in
+    byte-level form): a cache file only exists for inputs that passed it, and
+    the cache digest covers ranks and specials.
+    """
     _check_ranks(ranks)
-    vocab = {_byte_level(t): r for t, r in ranks.items()}
-    return _plan_specials(ranks, vocab, special_tokens)
+    return _plan_specials(ranks, {}, special_tokens)
 
 
 def _verify(tok: "tokenizers.Tokenizer", n_vocab: int, added: list[tuple[int, str]]) -> None:
