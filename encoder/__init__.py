@@ -19,9 +19,3 @@ __all__ = [
     "RenderResult", "to_conversation",
 ]
 
-
-def pack(*args, **kwargs):  # type: ignore[no-untyped-def]
-    """Sequence packing (see ``encoder.pack``)."""
-    from .pack import pack as _pack
-
-    return _pack(*args, **kwargs)

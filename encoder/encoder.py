@@ -124,7 +124,12 @@ class Encoder:
         last = len(msgs) - 1
         for j, m in enumerate(msgs):
             ret = mode is Mode.TRAIN and j == last and m.role == "assistant" and fmt.is_final(m)
-            plans.append(fmt.plan(m, fmt.end_token(m, ret), ctx))
+            try:
+                plans.append(fmt.plan(m, fmt.end_token(m, ret), ctx))
+            except OcmlError as exc:
+                exc.index = keep[j]
+                exc.args = (exc._render(),)
+                raise
         tail = fmt.generation_prompt() if mode is Mode.PROMPT else ()
         dropped = tuple(i for i in range(len(conv.messages)) if i not in set(keep))
         return self.renderer.render(plans, flags, keep, conv, tail, dropped)

@@ -11,8 +11,11 @@ from __future__ import annotations
 import copy
 import gzip
 import json
+import math
 import os
+import random
 import shutil
+import struct
 import sys
 import tempfile
 from pathlib import Path
@@ -735,11 +738,39 @@ def test_rust_lines(text: str, lines: list[str]) -> None:
         (2**64, "1.8446744073709552e19"),
         (-(2**63), "-9223372036854775808"),
         (-(2**63) - 1, "-9.223372036854776e18"),
+        # serde_json (no float_roundtrip) reads some floats one ulp off
+        (2.4404385679433794e26, "2.440438567943379e26"),
+        (10**25 + 1, "1e25"),
         ({"a": [1, "é\n\"", None, True]}, '{"a":[1,"é\\n\\"",null,true]}'),
     ],
 )
 def test_json_value_text(value: Any, text: str) -> None:
     assert json_value_text(value) == text
+
+
+def test_random_number_defaults_match_harmony() -> None:
+    rng = random.Random(20251105)
+    values: list[Any] = []
+    while len(values) < 3000:
+        r = rng.random()
+        if r < 0.4:
+            v: Any = struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0]
+        elif r < 0.7:
+            v = rng.uniform(-1, 1) * 10.0 ** rng.randint(-330, 300)
+        elif r < 0.85:
+            v = rng.randint(-(10**30), 10**30)
+        else:
+            v = round(rng.uniform(-1e6, 1e6), rng.randint(0, 8))
+        if isinstance(v, float) and not math.isfinite(v):
+            continue
+        values.append(v)
+    for start in range(0, len(values), 1000):
+        chunk = values[start : start + 1000]
+        params = {
+            "type": "object",
+            "properties": {f"p{i}": {"default": v} for i, v in enumerate(chunk)},
+        }
+        check_developer(fn_dev(tool("f", params)))
 
 
 def test_non_finite_default_rejected() -> None:

@@ -10,6 +10,7 @@ Differences from openai-harmony, all deliberate and documented:
 - header values are validated (no whitespace, ``<``, ``|``): Harmony renders them and
   corrupts the header;
 - ``recipient_after_channel=True`` renders `` to=`` after the channel, as the model emits it;
+- ``call_id`` and ``intent`` have no place in a Harmony header: they are dropped;
 - conversation options (``reasoning_effort``, ``tools``, ``date``...) synthesise the system
   and developer messages the gpt-oss way (plain leading system/developer text becomes
   the developer instructions).
@@ -57,6 +58,8 @@ class HarmonyFormat(Format):
                                       hint="set name='functions.<tool>' (or tool_call_id of an earlier call)")
         if conv.options.wants_system and not any(isinstance(m.structured, SystemContent) for m in msgs):
             msgs = _synthesize(msgs, conv.options)
+        # Harmony headers have no call_id / intent (gpt-oss never saw them): dropped, not rendered.
+        msgs = [m.with_(call_id=None, intent=None) if (m.call_id or m.intent) else m for m in msgs]
         return Conversation(tuple(msgs), conv.options)
 
     def is_final(self, m: Message) -> bool:

@@ -10,7 +10,9 @@ that change the rendered bytes, so this module reproduces them on purpose:
   `` // default: X`` appended when a default exists.  String defaults are
   written raw inside double quotes (no escaping), except for enum properties
   where they are written raw without quotes; any other default is compact
-  JSON as serde_json prints it (``1.0``, ``1e16``, ``0.00001``...);
+  JSON as serde_json prints it (``1.0``, ``1e16``, ``0.00001``...) after
+  reading Python's ``json.dumps`` text with its inexact default float
+  parser (some floats and all integers beyond u64/i64 change value);
 * ``title`` (``// T`` then ``//``), ``description`` and string ``examples``
   become comment lines above the property; an object's own ``description``
   is written as ``// desc`` just before its ``{``;
@@ -29,6 +31,8 @@ ignored): ``$ref``/``$defs``/``definitions``, ``anyOf``, ``allOf``, ``not``,
 non-string ``enum`` members (an ``integer`` enum is just ``number``; an enum
 without ``type`` is ``any``), non-string ``examples`` (skipped, but the
 ``// Examples:`` header is still written), and ``type: "null"`` alone (``any``).
+A ``oneOf`` that is not a list is ignored for the type but still suppresses
+the property's description and default comments.
 
 The input is a JSON value as openai-harmony would receive it after
 ``json.dumps``: dicts, lists (tuples are treated as lists), strings, numbers,
@@ -63,14 +67,6 @@ def _float_text(value: float) -> str:
     Python's ``repr`` gives the same shortest round-trip digits; only the
     layout differs (ryu: ``1e16``, ``1e-6``, ``0.00001``, ``1.0``).
     """
-    if not math.isfinite(value):
-        # Python's json.dumps would write NaN/Infinity, which serde_json
-        # rejects; harmony therefore cannot render such a schema at all.
-        raise InputError(
-            f"non-finite number {value!r} in a tool schema",
-            field="parameters",
-            hint="JSON has no NaN/Infinity; use a finite number or a string",
-        )
     text = repr(value)
     sign = ""
     if text.startswith("-"):

@@ -1,0 +1,123 @@
+"""Plain-text transcripts: ``to_text`` / ``parse_text``.
+
+A 2.x transcript starts with the YAML document header (§2): ``version`` (required
+when writing), then optional ``model`` / ``generation_settings``; it is file
+metadata and never tokenized.  It ends at the first line that starts with ``<|``
+(or at a ``---`` / ``...`` line).  Frames are written one per line; whitespace
+between frames is layout.  Every control is spelled as text, so content is escaped
+(``<<|start|>``), whatever the tokenizer registers.  Harmony transcripts have no
+YAML header.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from .adapters import to_conversation
+from .errors import InputError, ParseError
+from .frames import FrameMachine
+from .messages import Conversation, CotPolicy, Mode, Options
+from .parse import TextSplitter
+
+if TYPE_CHECKING:
+    from .encoder import Encoder
+
+VERSIONS = {"openchatml-2.2": "2.2", "openchatml-2.0": "2.0"}
+
+
+class _TextOnly:
+    """A tokenizer view with no registered controls: every control is spelled as text."""
+
+    def control_id(self, token: str) -> None:
+        return None
+
+
+def _text_format(enc: Encoder):  # type: ignore[no-untyped-def]
+    fmt = getattr(enc, "_text_format", None)
+    if fmt is None:
+        opts = {"recipient_after_channel": enc.format.recipient_after_channel} if enc.format_name == "harmony" else {}
+        fmt = type(enc.format)(_TextOnly(), validate_bodies=False, **opts)  # type: ignore[arg-type]
+        enc._text_format = fmt  # type: ignore[attr-defined]
+    return fmt
+
+
+def to_text(enc: Encoder, conversation: Any, *, mode: Mode, cot: CotPolicy | str | None, header: bool) -> str:
+    conv, keep = enc.prepare(conversation, mode, cot)
+    fmt = _text_format(enc)
+    ctx = enc.format.context(conv)
+    msgs = [conv.messages[i] for i in keep]
+    frames = []
+    for j, m in enumerate(msgs):
+        ret = mode is Mode.TRAIN and j == len(msgs) - 1 and m.role == "assistant" and enc.format.is_final(m)
+        plan = fmt.plan(m, fmt.end_token(m, ret), ctx)
+        frames.append("".join(v for _, v in (*plan.prompt, *plan.header, *plan.body, *plan.end)))
+    if mode is Mode.PROMPT:
+        frames.append("".join(v for _, v in fmt.generation_prompt()))
+    body = "\n".join(frames)
+    if not header or enc.format_name not in VERSIONS:
+        return body
+    meta: dict[str, Any] = {"version": VERSIONS[enc.format_name]}
+    settings = {}
+    if conv.options.reasoning_effort:
+        settings["reasoning_effort"] = conv.options.reasoning_effort
+    if conv.options.builtin_tools:
+        settings["builtin_tools"] = list(conv.options.builtin_tools)
+    if settings:
+        meta["generation_settings"] = settings
+    head = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)
+    return head + body
+
+
+def _split_header(text: str) -> tuple[dict[str, Any], str]:
+    stripped = text.lstrip()
+    if stripped.startswith("<|") or not stripped:
+        return {}, text
+    lines = stripped.split("\n")
+    start = 1 if lines[0].strip() == "---" else 0
+    end = start
+    while end < len(lines) and not lines[end].lstrip().startswith("<|") and lines[end].strip() not in ("---", "..."):
+        end += 1
+    rest_from = end + 1 if end < len(lines) and lines[end].strip() in ("---", "...") else end
+    try:
+        meta = yaml.safe_load("\n".join(lines[start:end])) or {}
+    except yaml.YAMLError as exc:
+        raise ParseError(f"the YAML document header does not parse: {exc}", code="E-PARSE-DOCUMENT-HEADER",
+                         hint="start the transcript with 'version: 2.2' lines, then the frames") from None
+    if not isinstance(meta, dict):
+        raise ParseError("the document header is not a YAML mapping", code="E-PARSE-DOCUMENT-HEADER")
+    return meta, "\n".join(lines[rest_from:])
+
+
+def parse_text(enc: Encoder, text: str, *, strict: bool = False) -> Conversation:
+    if not isinstance(text, str):
+        raise InputError("parse_text() takes a str", field="text")
+    meta, body = _split_header(text) if enc.format_name in VERSIONS else ({}, text)
+    version = str(meta.get("version", "")) if meta else ""
+    if version and not (version.startswith("2") or version.startswith("1")):
+        raise ParseError(f"transcript version {version} is not 1.x or 2.x", code="E-PARSE-DOCUMENT-HEADER",
+                         field="version")
+    fmt = _text_format(enc)
+    splitter = TextSplitter(fmt.text_controls)
+    fm = FrameMachine(harmony=enc.format_name == "harmony", strict=strict,
+                      markers=frozenset(enc.format.table.markers))
+    pieces, _ = splitter.split(body.encode("utf-8"), False)
+    for is_ctl, chunk in pieces:
+        s = chunk.decode("utf-8")
+        if is_ctl:
+            if s not in ("<|literal|>", "<|endliteral|>"):
+                fm.control(s, 0)
+        else:
+            fm.text(s, 0)
+    fm.finish(0)
+    gs = meta.get("generation_settings") or {}
+    options = Options(
+        reasoning_effort=gs.get("reasoning_effort") if isinstance(gs, dict) else None,
+        builtin_tools=tuple(gs["builtin_tools"]) if isinstance(gs, dict) and gs.get("builtin_tools") else None,
+        extra={k: v for k, v in meta.items() if k not in ("version", "generation_settings")},
+    )
+    return Conversation(tuple(fm.messages), options)
+
+
+__all__ = ["parse_text", "to_conversation", "to_text"]
