@@ -141,7 +141,7 @@ def _text(value: Any, index: int, field: str) -> tuple[str, tuple[str, ...] | No
                                  field=f"{field}[{k}]", hint="text items only ({'type': 'text', 'text': ...})")
         return "".join(texts), (tuple(texts) if len(texts) > 1 else None), structured
     raise InputError(f"content must be a string or a list of items, got {type(value).__name__}",
-                     index=index, field=field)
+                     index=index, field=field, hint="convert it to text, e.g. json.dumps(...) for structured data")
 
 
 def _opt_str(raw: Mapping[str, Any], key: str, index: int) -> str | None:

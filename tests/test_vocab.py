@@ -1,0 +1,158 @@
+"""Issue 2: vocabularies, registration, the encode_text safety contract, pickling, errors."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import vocab
+from vocab.errors import OcmlError, UnknownNameError, VocabError
+
+HARMONY_IDS = {"<|startoftext|>": 199998, "<|endoftext|>": 199999, "<|return|>": 200002, "<|constrain|>": 200003,
+               "<|channel|>": 200005, "<|start|>": 200006, "<|end|>": 200007, "<|message|>": 200008, "<|call|>": 200012}
+OCM22 = vocab.control_table("openchatml-2.2")
+
+
+def test_harmony_ids():
+    tok = vocab.load("o200k_harmony")
+    for s, i in HARMONY_IDS.items():
+        assert tok.control_id(s) == i
+    assert tok.n_vocab == 201088
+    assert tok.control_id("<|reserved_200013|>") == 200013
+    assert tok.control_id("<|endofprompt|>") == 200018
+    assert tok.decode_bytes([200006, 1428, 200008]) == b"<|start|>user<|message|>"
+
+
+def test_base_has_no_controls():
+    tok = vocab.load("o200k_base")
+    assert tok.control_id("<|start|>") is None
+    assert tok.control_id("<|endoftext|>") == 199999
+
+
+def test_cl100k_register_appends_after_base():
+    tok = vocab.load("cl100k_base", register="openchatml-2.2")
+    ids = [tok.control_id(c) for c in OCM22.controls]
+    assert len(set(ids)) == 9 and all(i is not None and i > 100276 for i in ids)
+    assert ids == list(range(100277, 100286))
+    markers = [tok.control_id(m) for m in OCM22.markers]
+    assert markers == [100286, 100287, 100288]
+
+
+def test_existing_specials_keep_their_ids():
+    tok = vocab.load("cl100k_base", register="chatml")
+    assert tok.control_id("<|fim_prefix|>") == 100258  # cl100k already has it
+    assert [tok.control_id(t) for t in ("<s>", "</s>", "<|im_start|>")] == [100277, 100278, 100279]
+
+
+def test_all_tables_load():
+    for name in vocab.FORMAT_NAMES:
+        t = vocab.control_table(name)
+        assert t.controls
+    assert len(vocab.control_table("apertus").controls) == 14
+    assert vocab.control_table("openchatml-2.0").controls == ("<|start|>", "<|channel|>", "<|message|>", "<|call|>",
+                                                              "<|return|>", "<|end|>")
+
+
+def test_unknown_names_list_valid_ones():
+    with pytest.raises(UnknownNameError) as e:
+        vocab.load("o300k")
+    assert "o200k_harmony" in str(e.value) and e.value.code == "E-UNKNOWN-NAME"
+    with pytest.raises(UnknownNameError) as e:
+        vocab.load("o200k_base", register="chatml-9")
+    assert "openchatml-2.2" in str(e.value)
+
+
+def test_harmony_clash_is_an_error():
+    with pytest.raises(VocabError) as e:
+        vocab.load("cl100k_base", register="harmony")
+    assert e.value.code == "E-VOCAB-CLASH"
+
+
+def test_hash_mismatch_names_file_and_hashes(tmp_path, monkeypatch):
+    from vocab import base
+
+    bad = tmp_path / "o200k_base.tiktoken"
+    bad.write_bytes(b"aGVsbG8= 0\n")
+    monkeypatch.setenv("OCML_TIKTOKEN_DIR", str(tmp_path))
+    base._load_base.cache_clear()
+    try:
+        with pytest.raises(VocabError) as e:
+            base.load_base("o200k_base")
+        msg = str(e.value)
+        assert str(bad) in msg and "446a9538" in msg and e.value.code == "E-VOCAB-HASH"
+    finally:
+        base._load_base.cache_clear()
+
+
+def test_tiktoken_file_path(tmp_path):
+    import base64
+
+    path = tmp_path / "tiny.tiktoken"
+    path.write_text("".join(f"{base64.b64encode(bytes([b])).decode()} {b}\n" for b in range(256)))
+    tok = vocab.load(str(path), register="openchatml-2.0")
+    assert tok.control_id("<|start|>") == 256
+    assert tok.decode_bytes(tok.encode_text("hi <|start|>")) == b"hi <|start|>"
+
+
+def test_pickle_is_a_recipe():
+    tok = vocab.load("o200k_harmony")
+    blob = pickle.dumps(tok)
+    assert len(blob) < 1000
+    assert pickle.loads(blob).encode_text("hello") == tok.encode_text("hello")
+
+
+def test_errors_have_codes_and_hints():
+    err = OcmlError("boom", code="E-X", index=3, field="role", hint="do this")
+    assert "message 3" in str(err) and "do this" in str(err) and err.to_dict()["code"] == "E-X"
+
+
+CONTROL_TEXT = st.sampled_from([*OCM22.all_tokens, *HARMONY_IDS, "<|", "|>", "<", "<<|start|>", "<|reserved_200013|>",
+                                "<|endoftext|>", "<|endofprompt|>"])
+CRAFTED = st.lists(st.one_of(CONTROL_TEXT, st.text(max_size=6)), max_size=12).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(CRAFTED)
+def test_no_text_encodes_to_a_control_id_tiktoken(text):
+    for tok in (vocab.load("o200k_harmony"), vocab.load("cl100k_base", register="openchatml-2.2")):
+        ids = tok.encode_text(text)
+        assert not set(ids) & set(tok.specials.values())
+        assert tok.decode_bytes(ids) == text.encode("utf-8", "surrogatepass") or "\ud800" <= max(text or "a")
+
+
+@pytest.fixture(scope="module")
+def hf_ocm():
+    pytest.importorskip("tokenizers")
+    return vocab.from_hf(vocab.load("cl100k_base", register="openchatml-2.2").to_hf(), register="openchatml-2.2")
+
+
+@settings(max_examples=200, deadline=None)
+@given(CRAFTED)
+def test_no_text_encodes_to_a_control_id_hf(hf_ocm, text):
+    ids = hf_ocm.encode_text(text)
+    assert not set(ids) & set(hf_ocm.specials.values())
+
+
+def test_hf_backend_same_ids_as_tiktoken(hf_ocm):
+    tk = vocab.load("cl100k_base", register="openchatml-2.2")
+    for c in OCM22.all_tokens:
+        assert hf_ocm.control_id(c) == tk.control_id(c)
+    text = "Hello wörld 日本語 🙂\n\n    def f(x):\n\treturn x**2  # <|start|>\r\n 12345678 DON'T"
+    assert hf_ocm.encode_text(text) == tk.encode_text(text)
+    assert hf_ocm.decode_bytes(tk.encode_text(text)) == text.encode()
+
+
+def test_from_hf_registers_missing_tokens():
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import models, pre_tokenizers
+
+    raw = tokenizers.Tokenizer(models.BPE(vocab={c: i for i, c in enumerate("abc<|>")}, merges=[]))
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok = vocab.from_hf(raw, register="openchatml-2.0")
+    ids = [tok.control_id(c) for c in vocab.control_table("openchatml-2.0").controls]
+    assert None not in ids and len(set(ids)) == 6
+    assert raw.get_vocab_size(True) == 6  # the caller's object is untouched
+    assert not set(tok.encode_text("<|start|>")) & set(ids)
