@@ -151,7 +151,16 @@ def _opt_str(raw: Mapping[str, Any], key: str, index: int) -> str | None:
     raise InputError(f"{key} must be a string, got {type(val).__name__}", index=index, field=key)
 
 
+_FAST_KEYS = frozenset({"role", "content", "channel", "recipient", "name"})
+
+
 def _message(raw: Mapping[str, Any], index: int, call_names: dict[str, str]) -> list[Message]:
+    # Fast path (most training data): a plain dict of strings with canonical keys, not a tool reply.
+    if type(raw) is dict and raw.keys() <= _FAST_KEYS and all(type(v) is str for v in raw.values()):
+        role = raw.get("role")
+        if role and role != "tool":
+            return [Message(role, raw.get("content", ""), raw.get("channel") or None, raw.get("recipient"),
+                            None, raw.get("name"))]
     role = raw.get("role")
     if not isinstance(role, str) or not role:
         raise InputError("message has no role", index=index, field="role",

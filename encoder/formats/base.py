@@ -33,6 +33,7 @@ class Format:
         self.tokenizer = tokenizer
         self.table: ControlTable = control_table(self.name)
         self.validate_bodies = validate_bodies
+        self._valid_headers: set[tuple[str | None, ...]] = set()
         #: controls with no id in this tokenizer: spelled as text, so content must escape them
         self.text_controls: tuple[str, ...] = tuple(c for c in self.table.controls if tokenizer.control_id(c) is None)
         self._escape_re = (
@@ -57,6 +58,15 @@ class Format:
                                       index=i, field="call_id", hint="echo the call_id of the call this replies to")
 
     def validate_header(self, m: Message, i: int) -> None:
+        key = (m.role, m.channel, m.recipient, m.call_id, m.name, m.intent, m.content_type, m.constrain)
+        if key in self._valid_headers:  # headers repeat across messages: check each once
+            return
+        self._check_header(m, i)
+        if len(self._valid_headers) > 65536:
+            self._valid_headers.clear()
+        self._valid_headers.add(key)
+
+    def _check_header(self, m: Message, i: int) -> None:
         for f in HEADER_FIELDS:
             val = getattr(m, f)
             if val is None:

