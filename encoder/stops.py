@@ -126,13 +126,17 @@ def _make_criteria_class(base: type) -> type:
 def hf_stopping_criteria(enc: Encoder, mode: str = "assistant") -> Any:
     """A ``transformers.StoppingCriteria`` for ``generate(stopping_criteria=[...])``.
 
-    transformers (and torch) are imported lazily; when transformers is missing the
+    transformers (and torch) are imported lazily; when either is missing the
     returned object has the same interface on a plain base class, which is handy for
     tests and for samplers that call it with lists or numpy arrays.
     """
+    base: type = object
     try:
-        from transformers import StoppingCriteria as base  # type: ignore[import-not-found]
+        import torch  # type: ignore[import-not-found]  # noqa: F401  (without torch transformers only has a dummy)
+        from transformers import StoppingCriteria  # type: ignore[import-not-found]
+
+        base = StoppingCriteria
     except Exception:
-        base = object
+        pass
     cls = _make_criteria_class(base)
     return cls(stop_ids(enc, mode), stop_strings(enc, mode), enc.tokenizer.decode_bytes)

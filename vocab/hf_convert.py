@@ -11,10 +11,12 @@ mapped:
   multi-byte token, *every* split ``(left, right)`` whose halves are both
   tokens, ordered by the rank of the merged token (then the ranks of the
   halves).  HF's BPE then always picks the pair with the lowest merged rank,
-  exactly like tiktoken.  (The one theoretical difference: two *different*
-  splits of the same token competing at the same time are ordered by our
-  tie-break instead of tiktoken's leftmost-first; no such case occurs in the
-  cl100k/o200k test corpora.)
+  exactly like tiktoken.  (One theoretical difference remains: tokenizers
+  gives every merge a distinct priority, so when two *different* splits of the
+  same token are adjacent candidates at once - e.g. ``[ab, a, ba]`` for
+  ``aba`` - our tie-break decides where tiktoken takes the leftmost.  No case
+  was found for cl100k/o200k: 1.1M random token concatenations plus every
+  periodic token of this shape, ±context, gave identical ids.)
 * ``ignore_merges=True`` - tiktoken looks a whole pre-token piece up before
   running BPE on it; HF does the same with this flag.
 * **Pre-tokenizer** - ``Split(Regex(pat), "isolated")`` then
@@ -42,8 +44,9 @@ Special-token text in user input: HF splits added tokens out of the text before
 pre-tokenization.  With ``tok.encode_special_tokens = True`` tokens flagged
 ``special`` are *not* split out, so ``"<|start|>hi"`` encodes as ordinary text
 (what ``encode_ordinary`` does).  Added tokens that are **not** flagged special
-would still be matched even then - this module only ever adds special ones, so
-the converted tokenizer has none.  Because specials also live in the model vocab,
+would still be matched even then (checked with tokenizers 0.23) - this module
+only ever adds special ones, so the converted tokenizer has none; do not add
+non-special tokens to it.  Because specials also live in the model vocab,
 a pre-token piece that spelled a special's vocab entry would hit it through the
 whole-piece lookup; :func:`build_hf_tokenizer` checks that this cannot happen
 and raises :class:`VocabError` if it could.
@@ -68,7 +71,7 @@ from operator import add, and_, rshift
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vocab.errors import VocabError, require
+from .errors import VocabError, require
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import tokenizers
@@ -638,12 +641,14 @@ def to_pretrained_fast(
     """Wrap a converted tokenizer for ``transformers`` with identical ids.
 
     ``eos/bos/pad`` must name tokens in ``special_tokens``.  The wrapper adds no
-    BOS/EOS when encoding (there is no post-processor).  Raises
-    :class:`VocabError` if the wrapper would move any id.
+    BOS/EOS when encoding (there is no post-processor).  transformers would
+    reset ``encode_special_tokens`` to False; we pass ``split_special_tokens``
+    so the wrapper treats special-token text exactly like ``tok`` does.
+    Raises :class:`VocabError` if the wrapper would move or add any id.
     """
     tf = require("transformers", "hf")
     roles = {"eos_token": eos_token, "bos_token": bos_token, "pad_token": pad_token}
-    kwargs: dict[str, str] = {}
+    kwargs: dict[str, Any] = {}
     for role, content in roles.items():
         if content is None:
             continue
@@ -651,13 +656,12 @@ def to_pretrained_fast(
             raise VocabError(f"{role} {content!r} is not one of the special tokens")
         kwargs[role] = content
     before = tok.get_vocab_size(with_added_tokens=True)
-    fast = tf.PreTrainedTokenizerFast(tokenizer_object=tok, **kwargs)
+    split = bool(tok.encode_special_tokens)
+    fast = tf.PreTrainedTokenizerFast(tokenizer_object=tok, split_special_tokens=split, **kwargs)
     # transformers may re-register tokens; check nothing moved or was added.
-    inner = fast.backend_tokenizer
-    if inner.get_vocab_size(with_added_tokens=True) != before or len(fast) != before:
-        raise VocabError(
-            f"transformers changed the vocabulary size from {before} to {len(fast)}"
-        )
+    after = fast.backend_tokenizer.get_vocab_size(with_added_tokens=True)
+    if after != before or len(fast) != before:
+        raise VocabError(f"transformers changed the vocabulary size from {before} to {len(fast)}")
     for content, sid in special_tokens.items():
         got = fast.convert_tokens_to_ids(content)
         if got != sid:

@@ -1,0 +1,516 @@
+"""Stream decoder (encoder.stream.decoder) and stop helpers (encoder.stops).
+
+Id mode (Harmony, OpenChatML 2.2 registered) and fallback mode (OpenChatML 2.2 on plain
+o200k_base, controls spelled as text): chunk invariance, agreement with the batch
+parser and with what was rendered, visibility, stops, errors, adversarial cases from
+the decoding note §5, and a differential against openai-harmony's completion parser.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import encoder
+from encoder.errors import HeaderError, ParseError
+from encoder.events import Delta, Error, MessageEnd, MessageStart, Stop
+from gen import harmony_conversation
+
+N_CONVERSATIONS = 60
+
+
+# -- fixtures and helpers -------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def encs():
+    return {
+        "harmony": encoder.Encoder("harmony"),
+        "ocml-id": encoder.Encoder("openchatml-2.2"),
+        "ocml-text": encoder.Encoder("openchatml-2.2", tokenizer="o200k_base"),
+    }
+
+
+MODES = ["harmony", "ocml-id", "ocml-text"]
+
+
+def ctl(enc, name: str) -> list[int]:
+    """A control as ids: its registered id, or its text spelling in fallback mode."""
+    i = enc.tokenizer.control_id(name)
+    if i is not None and name not in enc.format.text_controls:
+        return [i]
+    return enc.tokenizer.encode_text(name)
+
+
+def build(enc, *parts) -> list[int]:
+    """Ids from parts: ``("<|x|>",)``-style controls are given as ``ctl:<|x|>``, rest is text."""
+    out: list[int] = []
+    for p in parts:
+        if isinstance(p, list):
+            out += p
+        elif p.startswith("ctl:"):
+            out += ctl(enc, p[4:])
+        else:
+            out += enc.tokenizer.encode_text(p)
+    return out
+
+
+def byte_ids(enc, data: bytes) -> list[int]:
+    """One token per byte (every byte is a token in o200k)."""
+    table = enc.tokenizer.token_bytes_table
+    inv = getattr(enc, "_t_byte_ids", None)
+    if inv is None:
+        inv = {b: i for i, b in enumerate(table) if b is not None and len(b) == 1}
+        enc._t_byte_ids = inv
+    return [inv[bytes([c])] for c in data]
+
+
+def merge(events):
+    """Merge adjacent deltas (the chunk-invariant form; ``Stop.trailing`` depends on the chunk)."""
+    out = []
+    for ev in events:
+        if type(ev) is Stop:
+            ev = Stop(ev.reason, ev.token, ev.position, 0)
+        if type(ev) is Delta and out and type(out[-1]) is Delta:
+            p = out[-1]
+            assert (p.channel, p.visible) == (ev.channel, ev.visible)
+            out[-1] = Delta(p.text + ev.text, p.channel, p.visible)
+        else:
+            out.append(ev)
+    return out
+
+
+def chunkings(n: int, rng: random.Random):
+    yield "all", [n]
+    for k in (1, 2, 3, 7):
+        yield k, [k] * (n // k + 1)
+    sizes = []
+    while sum(sizes) < n:
+        sizes.append(rng.randint(0, 9))
+    yield "random", sizes
+
+
+def stream(enc, ids, sizes, **kw):
+    dec = enc.decoder(**kw)
+    events, pos = [], 0
+    for s in sizes:
+        if pos >= len(ids) and s:
+            break
+        events += dec.feed(ids[pos:pos + s])
+        pos += s
+    events += dec.finish()
+    return events, dec
+
+
+def check_stream(enc, ids, rng=None, **kw):
+    """Stream ``ids`` at every chunking; all agree; deltas == contents; returns the events."""
+    rng = rng or random.Random(0)
+    ref = None
+    for name, sizes in chunkings(len(ids), rng):
+        raw, dec = stream(enc, ids, sizes, **kw)
+        for ev in raw:
+            if type(ev) is Delta:
+                assert ev.text, name
+        ev = merge(raw)
+        if ref is None:
+            ref = ev
+        else:
+            assert ev == ref, f"chunking {name} differs"
+    # concatenated deltas == message contents
+    buf: list[str] | None = None
+    for ev in ref:
+        if type(ev) is MessageStart:
+            buf = []
+        elif type(ev) is Delta:
+            assert buf is not None
+            buf.append(ev.text)
+        elif type(ev) is MessageEnd and buf is not None:
+            assert "".join(buf) == ev.message.content
+            buf = None
+    return ref
+
+
+def msgs(events):
+    return [e.message for e in events if type(e) is MessageEnd]
+
+
+def split_assistant(enc, conv):
+    """(completion ids after the generation prompt, trailing assistant messages) or None."""
+    full = enc.render(conv, mode="train", cot="keep-all")
+    ms = full.conversation.messages
+    keep_idx = sorted(set(full.message_index.tolist()) - {-1})
+    last_other = max((j for j, i in enumerate(keep_idx) if ms[i].role != "assistant"), default=-1)
+    if last_other == len(keep_idx) - 1:
+        return None
+    start = int(np.flatnonzero(full.message_index == keep_idx[last_other + 1])[0])
+    ids = full.ids.tolist()
+    gp = [enc.tokenizer.control_id("<|start|>")] if "<|start|>" not in enc.format.text_controls else None
+    prefix = ids[start:start + 8]
+    # the generation prompt "<|start|>assistant" is the first ids of the first trailing message
+    prompt_len = len(build(enc, "ctl:<|start|>", "assistant"))
+    assert ids[start:start + prompt_len] == build(enc, "ctl:<|start|>", "assistant"), (prefix, gp)
+    completion = ids[start + prompt_len:]
+    expected = [ms[i] for i in keep_idx[last_other + 1:]]
+    return completion, expected
+
+
+def cases(enc, n, seed):
+    rng = random.Random(seed)
+    out = []
+    while len(out) < n:
+        conv = harmony_conversation(rng)
+        got = split_assistant(enc, conv)
+        if got is not None:
+            out.append(got)
+    return out
+
+
+# -- rendered conversations ----------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", MODES)
+def test_rendered_assistant_turns(encs, mode):
+    enc = encs[mode]
+    rng = random.Random(7)
+    for completion, expected in cases(enc, N_CONVERSATIONS, 11):
+        ev = check_stream(enc, completion, rng, role="assistant")
+        got = msgs(ev)
+        stops = [e for e in ev if type(e) is Stop]
+        upto = completion[:stops[0].position + 1] if stops else completion
+        assert got == enc.parse(upto, role="assistant")
+        assert [(m.role, m.channel, m.recipient, m.content) for m in got] == \
+               [(m.role, m.channel, m.recipient, m.content) for m in expected][:len(got)]
+        assert len(got) == len(expected) or got[-1].recipient
+        assert not [e for e in ev if type(e) is Error]
+        # visibility
+        for e in ev:
+            if type(e) is Delta:
+                assert e.visible == (e.channel in (None, "final"))
+        if stops:
+            assert len(stops) == 1 and stops[0].reason in ("return", "call") and ev[-1] is stops[0]
+            assert stops[0].reason == "return" or got[-1].recipient
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_trailing_ids_after_stop(encs, mode):
+    enc = encs[mode]
+    ids = build(enc, "ctl:<|channel|>", "final", "ctl:<|message|>", "Hi there", "ctl:<|return|>")
+    extra = build(enc, "ctl:<|start|>", "assistant more text")
+    dec = enc.decoder(role="assistant")
+    ev = dec.feed(ids + extra)
+    assert type(ev[-1]) is Stop and ev[-1].reason == "return" and ev[-1].trailing == len(extra)
+    assert msgs(ev)[0].content == "Hi there" and msgs(ev)[0].channel == "final"
+    assert dec.feed(extra) == [] and dec.finish() == []
+    # split so the stop is in the middle of the second chunk
+    dec.reset()
+    ev = dec.feed(ids[:3]) + dec.feed(ids[3:] + extra[:2])
+    assert ev[-1].trailing == 2
+    # call
+    ids = build(enc, "ctl:<|channel|>", "commentary to=functions.f ", "ctl:<|constrain|>", "json",
+                "ctl:<|message|>", '{"a": 1}', "ctl:<|call|>")
+    ev = check_stream(enc, ids + extra[:1], role="assistant")
+    m = msgs(ev)[0]
+    assert m.recipient == "functions.f" and m.content == '{"a": 1}' and m.constrain == "json"
+    assert ev[-2].reason == "call" and ev[-1] == Stop("call", "<|call|>", ev[-1].position, 0)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_visibility_preamble(encs, mode):
+    enc = encs[mode]
+    ids = build(enc, "ctl:<|channel|>", "analysis", "ctl:<|message|>", "think", "ctl:<|end|>",
+                "ctl:<|start|>", "assistant", "ctl:<|channel|>", "commentary", "ctl:<|message|>", "hidden",
+                "ctl:<|end|>")
+    ev = check_stream(enc, ids, role="assistant")
+    assert [(d.text, d.visible) for d in ev if type(d) is Delta] == [("think", False), ("hidden", False)]
+    fm_ids = build(enc, "ctl:<|channel|>", "commentary intent=preamble", "ctl:<|message|>", "I will look", "ctl:<|end|>")
+    starts = [e for e in check_stream(enc, fm_ids, role="assistant") if type(e) is MessageStart]
+    if starts and starts[0].intent == "preamble":
+        ev = check_stream(enc, fm_ids, role="assistant")
+        assert [d.visible for d in ev if type(d) is Delta] == [True]
+    elif mode != "harmony":
+        pytest.fail(f"intent not parsed: {starts}")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_truncated_finish(encs, mode):
+    enc = encs[mode]
+    ids = build(enc, "ctl:<|channel|>", "final", "ctl:<|message|>", "partial answer é") + byte_ids(enc, "🙂".encode())[:2]
+    ev = check_stream(enc, ids, role="assistant")
+    errs = [e for e in ev if type(e) is Error]
+    assert [e.code for e in errs] == ["E-STREAM-TRUNCATED"]
+    end = [e for e in ev if type(e) is MessageEnd][0]
+    assert end.reason == "truncated" and end.message.content == "partial answer é\ufffd"
+    assert not any(type(e) is Stop for e in ev)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_resync_after_garbage(encs, mode):
+    enc = encs[mode]
+    ids = build(enc, "garbage here", "ctl:<|start|>", "assistant", "ctl:<|channel|>", "final", "ctl:<|message|>",
+                "ok", "ctl:<|end|>")
+    ev = check_stream(enc, ids)
+    assert [e.code for e in ev if type(e) is Error] == ["E-PARSE-STRAY-TEXT"]
+    assert msgs(ev) == enc.parse(ids) and msgs(ev)[0].content == "ok"
+    with pytest.raises(ParseError):
+        dec = enc.decoder(strict=True)
+        dec.feed(ids)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_strict_truncation_raises(encs, mode):
+    enc = encs[mode]
+    dec = enc.decoder(role="assistant", strict=True)
+    dec.feed(build(enc, "ctl:<|channel|>", "final", "ctl:<|message|>", "x"))
+    with pytest.raises(ParseError):
+        dec.finish()
+
+
+# -- adversarial (decoding note §5) ----------------------------------------------------------
+
+@pytest.mark.parametrize("mode", MODES)
+def test_split_utf8(encs, mode):
+    """C15-17: emoji / ZWJ family / CJK split into byte tokens, also right before a control."""
+    enc = encs[mode]
+    text = "é🙂 👨‍👩‍👧 日本語 ü"
+    ids = build(enc, "ctl:<|channel|>", "final", "ctl:<|message|>", byte_ids(enc, text.encode()), "ctl:<|end|>")
+    for k in (1, 2, 3):
+        raw, _ = stream(enc, ids, [k] * len(ids), role="assistant")
+        deltas = [e.text for e in raw if type(e) is Delta]
+        assert "".join(deltas) == text
+        assert not any("\ufffd" in d for d in deltas)
+    check_stream(enc, ids, role="assistant")
+    # C18: valid prefix of a multibyte char cut by <|end|>: one U+FFFD, nothing carried over
+    ids = build(enc, "ctl:<|channel|>", "final", "ctl:<|message|>", "a", byte_ids(enc, "🙂".encode())[:3],
+                "ctl:<|end|>", "ctl:<|start|>", "assistant", "ctl:<|channel|>", "final", "ctl:<|message|>", "b",
+                "ctl:<|end|>")
+    ev = check_stream(enc, ids, role="assistant")
+    assert [m.content for m in msgs(ev)] == ["a\ufffd", "b"] == [m.content for m in enc.parse(ids, role="assistant")]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_return_after_end(encs, mode):
+    """D24 (vllm#50690): <|return|> in ExpectStart: error event, then the stream stops."""
+    enc = encs[mode]
+    ids = build(enc, "ctl:<|channel|>", "final", "ctl:<|message|>", "done", "ctl:<|end|>", "ctl:<|return|>")
+    ev = check_stream(enc, ids, role="assistant")
+    assert [type(e).__name__ for e in ev] == ["MessageStart", "Delta", "MessageEnd", "Error", "Stop"]
+    assert ev[3].code == "E-PARSE-STRAY-CONTROL" and ev[4].reason == "return"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_free_text_after_end(encs, mode):
+    """F42 (vllm PR #35906): text after <|end|> without <|start|>."""
+    enc = encs[mode]
+    ids = build(enc, "ctl:<|channel|>", "analysis", "ctl:<|message|>", "t", "ctl:<|end|>", "oops more",
+                "ctl:<|start|>", "assistant", "ctl:<|channel|>", "final", "ctl:<|message|>", "ans", "ctl:<|return|>")
+    ev = check_stream(enc, ids, role="assistant")
+    assert [e.code for e in ev if type(e) is Error] == ["E-PARSE-STRAY-TEXT"]
+    assert msgs(ev) == enc.parse(ids, role="assistant")
+    assert [m.content for m in msgs(ev)] == ["t", "ans"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_missing_message_token(encs, mode):
+    """F41 (vllm PR #45213): header runs into a terminator: lenient salvage."""
+    enc = encs[mode]
+    ids = build(enc, "ctl:<|channel|>", "final the answer", "ctl:<|return|>")
+    ev = check_stream(enc, ids, role="assistant")
+    assert [e.code for e in ev if type(e) is Error] == ["E-PARSE-HEADER"]
+    assert msgs(ev) == enc.parse(ids, role="assistant")
+    assert msgs(ev)[0].content == "the answer" and msgs(ev)[0].channel == "final"
+    assert type(ev[-1]) is Stop
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_unknown_role(encs, mode):
+    """F43: unknown role -> header error, message skipped, next <|start|> resyncs."""
+    enc = encs[mode]
+    ids = build(enc, "ctl:<|start|>", "robot", "ctl:<|channel|>", "final", "ctl:<|message|>", "beep", "ctl:<|end|>",
+                "ctl:<|start|>", "assistant", "ctl:<|channel|>", "final", "ctl:<|message|>", "hi", "ctl:<|end|>")
+    ev = check_stream(enc, ids)
+    assert msgs(ev) == enc.parse(ids)
+    assert [m.content for m in msgs(ev)] == ["hi"]
+    errs = [e for e in ev if type(e) is Error]
+    assert len(errs) == 1 and errs[0].code.startswith("E-")
+    with pytest.raises((ParseError, HeaderError)):  # the frame machine re-raises the header error
+        enc.decoder(strict=True).feed(ids)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_invalid_and_special_ids(encs, mode):
+    """B12/B13: out-of-vocab and non-structural special ids are errors, never text or a stall."""
+    enc = encs[mode]
+    eot = enc.tokenizer.control_id("<|endoftext|>")
+    ids = build(enc, "ctl:<|channel|>", "final", "ctl:<|message|>", "ab", [10 ** 7, -5, eot], "cd", "ctl:<|end|>")
+    ev = check_stream(enc, ids, role="assistant")
+    assert [e.code for e in ev if type(e) is Error] == ["E-VOCAB-ID", "E-VOCAB-ID", "E-PARSE-STRAY-CONTROL"]
+    assert msgs(ev)[0].content == "abcd" == enc.parse(ids, role="assistant")[0].content
+    # as a stop id
+    dec = enc.decoder(role="assistant", stop_ids=[eot])
+    ev = dec.feed(ids)
+    assert ev[-1] == Stop("stop_id", "<|endoftext|>", ids.index(eot), len(ids) - ids.index(eot) - 1)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_registered_control_in_content(encs, mode):
+    """B9: a <|start|> inside content truncates the message (never the text "<|start|>")."""
+    enc = encs[mode]
+    ids = build(enc, "ctl:<|channel|>", "final", "ctl:<|message|>", "x", "ctl:<|start|>", "assistant",
+                "ctl:<|channel|>", "final", "ctl:<|message|>", "y", "ctl:<|end|>")
+    ev = check_stream(enc, ids, role="assistant")
+    assert [(m.content, r) for m, r in [(e.message, e.reason) for e in ev if type(e) is MessageEnd]] == \
+           [("x", "truncated"), ("y", "end")]
+    assert "E-PARSE-UNTERMINATED" in [e.code for e in ev if type(e) is Error]
+
+
+def test_ordinary_spelling_of_registered_control_is_text(encs):
+    """B10: in id mode the ASCII spelling of a control is plain text."""
+    enc = encs["harmony"]
+    ids = build(enc, "ctl:<|channel|>", "final", "ctl:<|message|>", "see <|end|> and <|start|>", "ctl:<|return|>")
+    ev = check_stream(enc, ids, role="assistant")
+    assert msgs(ev)[0].content == "see <|end|> and <|start|>"
+
+
+def test_fallback_escapes_and_literals(encs):
+    """A7, E33-36: escapes and literal blocks spelled as text, split at every byte."""
+    enc = encs["ocml-text"]
+    body = "a<<|end|>b<<<|start|>c<|literal|>x<|end|><|return|><<|start|>y<|endliteral|>z<|"
+    text = "<|channel|>final<|message|>" + body + "<|end|>"
+    for ids in (enc.tokenizer.encode_text(text), byte_ids(enc, text.encode())):
+        ev = check_stream(enc, ids, role="assistant")
+        m = msgs(ev)
+        assert [x.content for x in m] == ["a<|end|>b<<|start|>cx<|end|><|return|><<|start|>yz<|"]
+        assert m == enc.parse(ids, role="assistant")
+        assert not any(type(e) in (Error, Stop) for e in ev)
+    # rendered content with control text round-trips (the renderer escapes it)
+    conv = {"messages": [{"role": "user", "content": "q"},
+                         {"role": "assistant", "channel": "final", "content": "quote <|end|> and <|return|> <<|x"}]}
+    completion, expected = split_assistant(enc, conv)
+    ev = check_stream(enc, completion, role="assistant")
+    assert msgs(ev)[0].content == expected[0].content
+    assert type(ev[-1]) is Stop and ev[-1].reason == "return"
+
+
+def test_fallback_split_control_near_misses(encs):
+    """A4/A5/A6: overlapping prefixes and near misses are released as text; partial control at EOS."""
+    enc = encs["ocml-text"]
+    text = "<|channel|>final<|message|><|<|en<|starts|><|START|><|sta"
+    ids = byte_ids(enc, text.encode())
+    ev = check_stream(enc, ids, role="assistant")
+    assert msgs(ev)[0].content == "<|<|en<|starts|><|START|><|sta"
+    assert msgs(ev)[0].content == enc.parse(ids, role="assistant")[0].content
+    assert [e.code for e in ev if type(e) is Error] == ["E-STREAM-TRUNCATED"]
+    # holdback is minimal: "<|sta" + "rtle" is released on the second token
+    dec = enc.decoder(role="assistant")
+    dec.feed(enc.tokenizer.encode_text("<|channel|>final<|message|>x"))
+    assert "".join(e.text for e in dec.feed(byte_ids(enc, b"<|sta")) if type(e) is Delta) == ""
+    assert "".join(e.text for e in dec.feed(enc.tokenizer.encode_text("rtle")) if type(e) is Delta) == "<|startle"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_stop_strings_final_only(encs, mode):
+    """D27/D31: user stop strings, split or inside a token, only on the final channel."""
+    enc = encs[mode]
+    ids = build(enc, "ctl:<|channel|>", "analysis", "ctl:<|message|>", "Paris is nice", "ctl:<|end|>",
+                "ctl:<|start|>", "assistant", "ctl:<|channel|>", "final", "ctl:<|message|>", "It is Paris, yes",
+                "ctl:<|return|>")
+    ev = check_stream(enc, ids, role="assistant", stop_strings=["Pari"])
+    m = msgs(ev)
+    assert [x.content for x in m] == ["Paris is nice", "It is "]
+    assert ev[-1].reason == "stop_string" and ev[-1].token == "Pari"
+    assert [e.reason for e in ev if type(e) is MessageEnd] == ["end", "truncated"]
+    assert not any(type(e) is Error for e in ev)
+    last = enc.decoder(role="assistant", stop_strings=["Pari"]).feed(ids)[-1]
+    assert last.trailing == len(ids) - 1 - last.position > 0
+    ev = check_stream(enc, ids, role="assistant", stop_strings=["Pari"], stop_channels=None)
+    assert msgs(ev)[0].content == "" and ev[-1].reason == "stop_string"
+
+
+# -- chunk invariance on random id soups ------------------------------------------------------
+
+@pytest.mark.parametrize("mode", MODES)
+def test_random_soup_chunk_invariance(encs, mode):
+    enc = encs[mode]
+    rng = random.Random(3)
+    pool = [build(enc, "ctl:" + c) for c in ("<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|constrain|>")]
+    pool += [build(enc, w) for w in ("assistant", "user", "final", "analysis", " to=functions.f", "json", "hi", " ",
+                                     "<|", "|>", "<<", "end", "\n")]
+    pool += [byte_ids(enc, "🙂".encode())[:k] for k in (1, 2, 3, 4)] + [[10 ** 7]]
+    if mode == "ocml-text":
+        pool += [byte_ids(enc, b"<|lit"), byte_ids(enc, b"eral|>"), build(enc, "<|endliteral|>")]
+    for _ in range(150):
+        ids = [i for _ in range(rng.randint(1, 25)) for i in rng.choice(pool)]
+        if rng.random() < 0.5:
+            ids += build(enc, "ctl:<|return|>") + build(enc, "x")
+        role = rng.choice([None, "assistant"])
+        ev = check_stream(enc, ids, rng, role=role)
+        stop = [e for e in ev if type(e) is Stop]
+        upto = ids[:stop[0].position + 1] if stop else ids
+        assert msgs(ev) == enc.parse(upto, role=role)
+        if mode != "ocml-text":  # text-mode error positions are per control in the stream
+            from encoder.parse import parse_ids
+
+            res = parse_ids(enc, upto, role=role, detailed=True)
+            assert [e.code for e in ev if type(e) is Error] == [e.code for e in res.errors]
+
+
+# -- differential vs openai-harmony ----------------------------------------------------------
+
+def test_differential_openai_harmony(harmony, harmony_encoder):
+    oh = pytest.importorskip("openai_harmony")
+    rng = random.Random(5)
+    n = 0
+    for completion, _ in cases(harmony_encoder, 200, 23):
+        cut = [k for k, i in enumerate(completion) if i in (200002, 200012)]
+        completion = completion[:cut[0] + 1] if cut else completion  # the sampler stops there
+        ref = harmony.parse_messages_from_completion_tokens(completion, oh.Role.ASSISTANT)
+        dec = harmony_encoder.decoder(role="assistant")
+        k, ev = 0, []
+        while k < len(completion):
+            s = rng.randint(1, 8)
+            ev += dec.feed(completion[k:k + s])
+            k += s
+        ev += dec.finish()
+        got = msgs(ev)
+        assert len(got) == len(ref), completion
+        for g, r in zip(got, ref):
+            d = r.to_dict()
+            assert g.role == d["role"]
+            assert g.channel == d.get("channel")
+            assert g.recipient == d.get("recipient")
+            assert g.content == "".join(c["text"] for c in d["content"])
+            ct = d.get("content_type")
+            ours = g.content_type if g.constrain is None else (
+                f"<|constrain|>{g.constrain}" if g.content_type is None else f"{g.content_type} <|constrain|>{g.constrain}")
+            assert ours == ct, (g, d)
+        n += 1
+    assert n == 200
+
+
+# -- stops -------------------------------------------------------------------------------------
+
+def test_stop_ids_and_strings(encs):
+    from encoder.stops import hf_stopping_criteria, stop_ids, stop_strings, vllm_sampling_kwargs
+
+    h = encs["harmony"]
+    assert stop_ids(h) == h.stop_ids() == [200002, 200012]
+    assert stop_ids(h, "all") == [200002, 200012, 200007]
+    assert stop_strings(h) == []
+    o = encs["ocml-id"]
+    assert stop_ids(o) == [o.tokenizer.control_id("<|return|>"), o.tokenizer.control_id("<|call|>")]
+    f = encs["ocml-text"]
+    assert stop_ids(f) == [] and f.stop_strings() == ["<|return|>", "<|call|>"]
+    assert vllm_sampling_kwargs(h) == {"stop_token_ids": [200002, 200012], "stop": []}
+    assert vllm_sampling_kwargs(f) == {"stop_token_ids": [], "stop": ["<|return|>", "<|call|>"]}
+    with pytest.raises(KeyError):
+        stop_ids(h, "bogus")
+
+    crit = hf_stopping_criteria(h)
+    got = crit([[1, 2, 200002], [1, 200007], [5, 200012]], None)
+    assert got.tolist() == [True, False, True]
+    crit = hf_stopping_criteria(f)
+    ids = f.tokenizer.encode_text("hello <|return|>")
+    done = [crit([ids[:k]], None)[0] for k in range(1, len(ids) + 1)]
+    assert done[-1] and not any(done[:-1])
+    both = f.tokenizer.encode_text("a <|return|>") + f.tokenizer.encode_text(" more")
+    assert crit(np.array([both]), None).tolist() == [False]  # fired earlier, not at this step
