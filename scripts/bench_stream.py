@@ -105,6 +105,19 @@ def main() -> None:
             return time.perf_counter() - t
         return run
 
+    def ours_chunk(enc, ids, k):
+        chunks = [ids[j:j + k] for j in range(0, len(ids), k)]
+
+        def run():
+            dec = enc.decoder(role="assistant")
+            feed = dec.feed
+            t = time.perf_counter()
+            for c in chunks:
+                feed(c)
+            dec.finish()
+            return time.perf_counter() - t
+        return run
+
     def ours_batch(enc, ids):
         def run():
             t = time.perf_counter()
@@ -150,6 +163,8 @@ def main() -> None:
     runs = {
         "ours id mode (feed 1 id)": (ours(h_enc, ids_h), len(ids_h)),
         "ours fallback mode (feed 1 id)": (ours(f_enc, ids_f), len(ids_f)),
+        "ours id mode (feed 16 ids)": (ours_chunk(h_enc, ids_h, 16), len(ids_h)),
+        "ours fallback mode (feed 16 ids)": (ours_chunk(f_enc, ids_f, 16), len(ids_f)),
         "harmony process()": (hp_process(ids_h), len(ids_h)),
         "harmony process()+delta+channel": (hp_process_reads(ids_h), len(ids_h)),
         "ours enc.parse (id mode)": (ours_batch(h_enc, ids_h), len(ids_h)),
@@ -170,7 +185,8 @@ def main() -> None:
     print("ratios (ours / harmony, same run):")
     hp, hr, hb = med["harmony process()"], med["harmony process()+delta+channel"], \
         med["harmony parse_messages_from_completion_tokens"]
-    for k in ("ours id mode (feed 1 id)", "ours fallback mode (feed 1 id)"):
+    for k in ("ours id mode (feed 1 id)", "ours fallback mode (feed 1 id)", "ours id mode (feed 16 ids)",
+              "ours fallback mode (feed 16 ids)"):
         print(f"  {k:34s} vs process(): {med[k] / hp:5.2f}x   vs process()+reads: {med[k] / hr:5.2f}x")
     for k in ("ours enc.parse (id mode)", "ours enc.parse (fallback)"):
         print(f"  {k:34s} vs parse_messages_from_completion_tokens: {med[k] / hb:5.2f}x")

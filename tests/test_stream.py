@@ -145,11 +145,9 @@ def split_assistant(enc, conv):
         return None
     start = int(np.flatnonzero(full.message_index == keep_idx[last_other + 1])[0])
     ids = full.ids.tolist()
-    gp = [enc.tokenizer.control_id("<|start|>")] if "<|start|>" not in enc.format.text_controls else None
-    prefix = ids[start:start + 8]
     # the generation prompt "<|start|>assistant" is the first ids of the first trailing message
     prompt_len = len(build(enc, "ctl:<|start|>", "assistant"))
-    assert ids[start:start + prompt_len] == build(enc, "ctl:<|start|>", "assistant"), (prefix, gp)
+    assert ids[start:start + prompt_len] == build(enc, "ctl:<|start|>", "assistant")
     completion = ids[start + prompt_len:]
     expected = [ms[i] for i in keep_idx[last_other + 1:]]
     return completion, expected
@@ -514,3 +512,25 @@ def test_stop_ids_and_strings(encs):
     assert done[-1] and not any(done[:-1])
     both = f.tokenizer.encode_text("a <|return|>") + f.tokenizer.encode_text(" more")
     assert crit(np.array([both]), None).tolist() == [False]  # fired earlier, not at this step
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_unbounded_header(encs, mode):
+    """F44: a header that never reaches <|message|> is bounded; the run is dropped, then resync."""
+    enc = encs[mode]
+    ids = build(enc, "ctl:<|start|>", "assistant" + " blah" * 1200, "ctl:<|start|>", "assistant", "ctl:<|channel|>",
+                "final", "ctl:<|message|>", "ok", "ctl:<|end|>")
+    ev = check_stream(enc, ids)
+    assert [e.code for e in ev if type(e) is Error] == ["E-PARSE-HEADER"]
+    assert msgs(ev) == enc.parse(ids) and msgs(ev)[0].content == "ok"
+
+
+def test_literal_block_with_control_ids(encs):
+    """E33/E38 in id mode: registered control ids inside a literal block are its text."""
+    enc = encs["ocml-id"]
+    ids = build(enc, "ctl:<|channel|>", "final", "ctl:<|message|>", "a", "ctl:<|literal|>", "x", "ctl:<|end|>",
+                "ctl:<|return|>", "ctl:<|start|>", "ctl:<|endliteral|>", "b", "ctl:<|return|>")
+    ev = check_stream(enc, ids, role="assistant")
+    assert [m.content for m in msgs(ev)] == ["ax<|end|><|return|><|start|>b"]
+    assert msgs(ev) == enc.parse(ids, role="assistant")
+    assert [type(e).__name__ for e in ev][-2:] == ["MessageEnd", "Stop"] and not any(type(e) is Error for e in ev)

@@ -42,7 +42,9 @@ Semantics
   the fed chunk after the stop token: they are not processed (the caller trims them);
   later ``feed`` calls return nothing until ``reset()``.
 * **Errors**: lenient by default (``Error`` events; the frame machine resynchronises
-  at the next ``<|start|>``); ``strict=True`` raises ``encoder.errors.ParseError``.
+  at the next ``<|start|>``); ``strict=True`` raises ``encoder.errors.ParseError``
+  (``HeaderError`` for a malformed header, as ``Encoder.parse(strict=True)`` does);
+  call ``reset()`` before reusing a decoder that raised.
   ``finish()`` without a stop inside a message gives ``E-STREAM-TRUNCATED`` and a
   ``MessageEnd(reason="truncated")``.  Invalid ids give ``E-VOCAB-ID``; other special
   ids (``<|endoftext|>``, reserved) ``E-PARSE-STRAY-CONTROL`` - never text.
@@ -150,6 +152,8 @@ class StreamDecoder:
         self.scanner.reset()
         self.stopped: Stop | None = None
         self.finished = False
+        self._done = False
+        self._scan = self.scanner.feed
         self._buf: list[str] = []      # text outside content, up to the next boundary
         self._buf_len = 0
         self._buf_pos = 0
@@ -170,15 +174,30 @@ class StreamDecoder:
 
     def feed(self, ids: Sequence[int] | np.ndarray | int) -> list[Event]:
         """Scan ``ids``; return the events they made certain."""
-        if self.stopped is not None or self.finished:
+        if self._done:
             return []
-        if isinstance(ids, (int, np.integer)):
-            ids = [int(ids)]
-        elif type(ids) is not list:
-            ids = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
-        end = self.scanner.index + len(ids)
-        atoms = self.scanner.feed(ids)
-        self._atoms(atoms, end)
+        if type(ids) is not list:
+            if isinstance(ids, (int, np.integer)):
+                ids = [int(ids)]
+            else:
+                ids = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
+        atoms = self._scan(ids)
+        if not atoms:
+            return []
+        if len(atoms) == 1:
+            # Common path: one text piece inside the current message's content.
+            a = atoms[0]
+            if type(a) is Text:
+                fm = self.fm
+                if fm.state == "content" and fm._h is self._msg:
+                    text = a.text
+                    fm._content.append(text)
+                    d = _new(Delta)
+                    _d_text(d, text)
+                    _d_channel(d, self._channel)
+                    _d_visible(d, self._vis)
+                    return [d]
+        self._atoms(atoms, None)
         out = self._out
         res = out[:]
         out.clear()
@@ -186,7 +205,7 @@ class StreamDecoder:
 
     def finish(self) -> list[Event]:
         """End of stream: flush held bytes; a message still open is truncated."""
-        if self.stopped is not None or self.finished:
+        if self._done:
             return []
         end = self.scanner.index
         self._atoms(self.scanner.finish(), end)
@@ -194,13 +213,15 @@ class StreamDecoder:
             self._flush()
             self.fm.finish(end)
         self.finished = True
+        self._done = True
         out = self._out
         res = out[:]
         out.clear()
         return res
 
     # -- internals ------------------------------------------------------------
-    def _atoms(self, atoms: list, end: int) -> None:
+    def _atoms(self, atoms: list, end: int | None) -> None:
+        """Route atoms; ``end`` = index after the fed chunk (None: the scanner's index)."""
         fm = self.fm
         out = self._out
         for a in atoms:
@@ -298,8 +319,11 @@ class StreamDecoder:
             self._buf_len = 0
             self.fm.text(s, self._buf_pos)
 
-    def _stop(self, reason: str, token: str | None, pos: int, end: int) -> None:
+    def _stop(self, reason: str, token: str | None, pos: int, end: int | None) -> None:
         self._flush()
+        if end is None:
+            end = self.scanner.index
+        self._done = True
         ev = Stop(reason, token, pos, max(end - pos - 1, 0))
         self.stopped = ev
         self._out.append(ev)

@@ -540,6 +540,24 @@ class Scanner:
         """Scan ``ids``; return the atoms they made certain."""
         if type(ids) is not list:
             ids = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
+        elif len(ids) == 1 and not self._state and not self._carry:
+            # Token-by-token streaming: one ordinary token read from the
+            # root with nothing held.  If it ends in ASCII no character can
+            # be left incomplete, so it decodes on its own: the same result
+            # as the general loop below at about half the cost.
+            tok = ids[0]
+            try:
+                ns = self._mt.fast[tok]
+            except IndexError:
+                ns = -1
+            if ns == 0:
+                b = self.tables._tb[tok]
+                if b[-1] < 0x80:
+                    rt = self._run_tok
+                    if rt < 0:
+                        rt = self._run_tok = self._index
+                    self._index += 1
+                    return [_new_text(b.decode("utf-8", "replace"), rt)]
         atoms: list[Atom] = []
         tb = self.tables._tb
         mt = self._mt
