@@ -1,0 +1,39 @@
+"""Regenerate the golden fixtures' expected outputs from the spec transcripts.
+
+    python scripts/make_fixtures.py
+
+For each ``tests/fixtures/<format>/<case>.txt`` (a transcript as printed in the spec) it
+writes ``<case>.expected.json``: the parsed messages, the ids of a history render with the
+format's default tokenizer (controls registered, ``cot="keep-all"``), and its mask.  Review
+the diff before committing: the fixtures pin behaviour, they do not derive it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import encoder  # noqa: E402
+
+
+def expected(fmt: str, text: str) -> dict:
+    enc = encoder.Encoder(fmt)
+    conv = enc.parse_text(text, strict=True)
+    r = enc.render(conv, mode="history", cot="keep-all")
+    return {"messages": [m.to_dict() for m in conv.messages], "ids": r.ids.tolist(),
+            "mask": r.mask.astype(int).tolist()}
+
+
+def main() -> None:
+    for path in sorted((ROOT / "tests" / "fixtures").glob("*/*.txt")):
+        out = path.with_suffix(".expected.json")
+        out.write_text(json.dumps(expected(path.parent.name, path.read_text("utf-8")), ensure_ascii=False, indent=1) + "\n")
+        print("wrote", out.relative_to(ROOT))
+
+
+if __name__ == "__main__":
+    main()
