@@ -97,6 +97,12 @@ class Format:
     def is_tool_reply(m: Message) -> bool:
         return m.role == "tool" or m.role.startswith("functions.")
 
+    def context(self, conv: Conversation) -> PlanContext:
+        # Harmony's rule: the system text gains the "Calls to these tools..." line when any
+        # developer message declares function tools.
+        return PlanContext(has_function_tools=any(getattr(m.structured, "has_function_tools", False)
+                                                  for m in conv.messages if m.role == "developer"))
+
     # -- message level --------------------------------------------------------
     def plan(self, m: Message, end: str, ctx: PlanContext) -> MessagePlan:
         raise NotImplementedError

@@ -65,13 +65,6 @@ class HarmonyFormat(Format):
     def is_final(self, m: Message) -> bool:
         return m.channel == "final"  # Harmony: the channel word itself, no 1.x default
 
-    def context(self, conv: Conversation) -> PlanContext:
-        has_fn = any(
-            isinstance(m.structured, DeveloperContent) and m.structured.tools
-            and "functions" in m.structured.tools and m.structured.tools["functions"].tools
-            for m in conv.messages
-        )
-        return PlanContext(has_function_tools=bool(has_fn))
 
     def plan(self, m: Message, end: str, ctx: PlanContext) -> MessagePlan:
         role = m.role

@@ -96,11 +96,6 @@ class OpenChatML22(Format):
             body = self.body_pieces(m, m.content, end, -1)
         return MessagePlan(((CTL, "<|start|>"), (TXT, m.role)), tuple(header), body, ((CTL, end),))
 
-    def context(self, conv: Conversation) -> PlanContext:
-        has_fn = any(isinstance(m.structured, DeveloperContent) and m.structured.tools
-                     and "functions" in m.structured.tools and m.structured.tools["functions"].tools
-                     for m in conv.messages)
-        return PlanContext(has_function_tools=bool(has_fn))
 
 
 class OpenChatML20(OpenChatML22):
