@@ -38,7 +38,8 @@ mapped:
   ``n_vocab`` and HF never hands a later added token an id that is already
   taken.  tiktoken cannot produce these ids, so they never appear in encodings;
   decoding one yields its placeholder text (or nothing with
-  ``skip_special_tokens=True``).
+  ``skip_special_tokens=True``).  More than :data:`MAX_GAPS` gaps (a stray
+  huge id) is refused with :class:`VocabError`.
 
 Special-token text in user input: HF splits added tokens out of the text before
 pre-tokenization.  With ``tok.encode_special_tokens = True`` tokens flagged
@@ -48,8 +49,9 @@ would still be matched even then (checked with tokenizers 0.23) - this module
 only ever adds special ones, so the converted tokenizer has none; do not add
 non-special tokens to it.  Because specials also live in the model vocab,
 a pre-token piece that spelled a special's vocab entry would hit it through the
-whole-piece lookup; :func:`build_hf_tokenizer` checks that this cannot happen
-and raises :class:`VocabError` if it could.
+whole-piece lookup; :func:`build_hf_tokenizer` rules this out (impossible for
+``<|...|>`` tokens; other byte-level-looking contents are probed) and raises
+:class:`VocabError` if it could happen.
 
 Conversion of o200k takes a couple of seconds; pass ``cache_key`` to keep the
 tokenizer.json under ``$OCML_CACHE_DIR/hf/`` (default ``~/.cache/ocml/hf/``).
@@ -79,6 +81,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 __all__ = [
     "FORMAT_VERSION",
+    "MAX_GAPS",
     "UNUSED_TOKEN_TEMPLATE",
     "build_hf_tokenizer",
     "bytes_to_unicode",
@@ -92,6 +95,9 @@ FORMAT_VERSION = 1
 
 #: Placeholder content for ids no rank or special token covers.
 UNUSED_TOKEN_TEMPLATE = "<|ocml_unused_{}|>"
+
+#: Refuse id layouts needing more gap fillers than this.
+MAX_GAPS = 1 << 18
 
 _CACHE_MAGIC = "ocml-hf-tokenizer"
 
@@ -260,8 +266,8 @@ def onig_pattern(pat_str: str) -> str:
 # --------------------------------------------------------------------------
 
 
-def _check_ranks(ranks: dict[bytes, int]) -> int:
-    """Validate ranks; return the number of distinct ids they use."""
+def _check_ranks(ranks: dict[bytes, int]) -> None:
+    """Reject rank tables HF could not represent faithfully."""
     if not ranks:
         raise VocabError("cannot convert an empty rank table")
     ids = set(ranks.values())
@@ -277,7 +283,6 @@ def _check_ranks(ranks: dict[bytes, int]) -> int:
             f"rank table lacks {len(missing)} single-byte tokens (first: {missing[0]:#04x}); "
             "byte-level BPE needs all 256",
         )
-    return len(ids)
 
 
 def _merges(ranks: dict[bytes, int], id_to_str: list[str]) -> list[str]:
@@ -339,6 +344,14 @@ def _plan_specials(
             )
         by_id[sid] = content
     top = max(rank_ids | set(by_id))
+    n_gaps = top + 1 - len(rank_ids) - len(by_id)
+    if n_gaps > MAX_GAPS:
+        # Every gap becomes a filler token; a stray huge id must not make us
+        # build millions of them.
+        raise VocabError(
+            f"ids up to {top} leave {n_gaps} unused ids (limit {MAX_GAPS})",
+            hint="check the special-token ids",
+        )
     taken = set(special_tokens)
     for gap in range(top + 1):
         if gap in rank_ids or gap in by_id:
@@ -433,8 +446,9 @@ def _expected_added(ranks: dict[bytes, int], special_tokens: dict[str, int]) -> 
     return _plan_specials(ranks, {}, special_tokens)
 
 
-def _verify(tok: "tokenizers.Tokenizer", n_vocab: int, added: list[tuple[int, str]]) -> None:
+def _verify(tok: "tokenizers.Tokenizer", ranks: dict[bytes, int], added: list[tuple[int, str]]) -> None:
     """Raise VocabError unless every added token sits exactly at its id."""
+    n_vocab = max(max(ranks.values()), added[-1][0] if added else -1) + 1
     size = tok.get_vocab_size(with_added_tokens=True)
     if size != n_vocab:
         raise VocabError(f"converted tokenizer has {size} ids, expected {n_vocab}")
@@ -450,13 +464,24 @@ def _verify(tok: "tokenizers.Tokenizer", n_vocab: int, added: list[tuple[int, st
     _check_specials_unreachable(tok, added)
 
 
+# Surroundings tried when probing whether a special's bytes can form one
+# pre-token piece (some pattern branches depend on the neighbours).
+_PROBE_CONTEXTS: tuple[tuple[str, str], ...] = (
+    ("", ""), ("a", "a"), (" ", " "), ("\n", "\n"), ("1", "."), (".", "1"), ("", " x"), ("x ", ""),
+)
+
+
 def _check_specials_unreachable(tok: "tokenizers.Tokenizer", added: list[tuple[int, str]]) -> None:
-    """Ensure ordinary text can never encode to a special id.
+    """Ensure ordinary text never encodes to a special id (best effort).
 
     Specials are in the model vocab (needed for their ids), and BPE with
     ``ignore_merges`` looks a whole pre-token piece up in that vocab.  A piece
     reaches the vocab in byte-level spelling, so a special is reachable only if
-    its content is itself a byte-level string whose bytes form one piece.
+    every char of its content is in the byte-level alphabet and the bytes they
+    stand for form one piece.  Contents with a char outside the alphabet (a
+    space, most non-Latin-1 text) are safe by construction; ``<|...|>`` tokens
+    are split at ``<|`` and ``|>`` by the usual patterns.  The rest are probed
+    in a few typical surroundings.
     """
     texts: list[str] = []
     ids: list[int] = []
@@ -466,22 +491,23 @@ def _check_specials_unreachable(tok: "tokenizers.Tokenizer", added: list[tuple[i
         try:
             text = bytes(_BYTE_DECODER[c] for c in content).decode("utf-8")
         except UnicodeDecodeError:
-            continue  # no text produces these bytes as one piece
-        texts.append(text)
-        ids.append(sid)
+            continue  # pieces are whole chars, hence valid UTF-8: unreachable
+        for before, after in _PROBE_CONTEXTS:
+            texts.append(before + text + after)
+            ids.append(sid)
     if not texts:
         return
-    before = tok.encode_special_tokens
+    flag = tok.encode_special_tokens
     tok.encode_special_tokens = True
     try:
         encoded = tok.encode_batch(texts, add_special_tokens=False)
     finally:
-        tok.encode_special_tokens = before
+        tok.encode_special_tokens = flag
     for text, sid, enc in zip(texts, ids, encoded):
         if sid in enc.ids:
             raise VocabError(
                 f"special token id {sid} would be produced from the plain text {text!r}",
-                hint="rename the special token so it is not a single pre-token piece",
+                hint="rename the special token so its text is not a single pre-token piece",
             )
 
 
@@ -560,6 +586,7 @@ def _write_cache(path: Path, digest: str, payload: str) -> None:
             fh.write(head + b"\n" + data)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes it 0600; the cache may be shared
         # os.replace is atomic: readers see the old file or the whole new one.
         os.replace(tmp, path)
         tmp = None
@@ -602,7 +629,8 @@ def build_hf_tokenizer(
     place a token at its id; :class:`DependencyError` without ``tokenizers``.
     """
     tk = require("tokenizers", "hf")
-    digest = path = None
+    digest: str | None = None
+    path: Path | None = None
     if cache_key is not None:
         digest = _cache_digest(ranks, pat_str, special_tokens)
         path = _cache_path(cache_key, digest)
@@ -610,21 +638,16 @@ def build_hf_tokenizer(
         if text is not None:
             try:
                 tok = tk.Tokenizer.from_str(text)
-                added = _expected_added(ranks, special_tokens)
-                n_vocab = max(max(ranks.values()), added[-1][0] if added else -1) + 1
-                _verify(tok, n_vocab, added)
+                _verify(tok, ranks, _expected_added(ranks, special_tokens))
                 return tok
-            except VocabError:
-                pass  # stale or tampered cache: rebuild below and overwrite
-            except Exception:  # noqa: BLE001 - tokenizers raises bare Exception on bad JSON
-                pass
+            except Exception:  # noqa: BLE001 - bad JSON raises a bare Exception
+                pass  # stale or tampered cache: rebuild below and overwrite it
     text, added = _tokenizer_json(ranks, pat_str, special_tokens)
     try:
         tok = tk.Tokenizer.from_str(text)
     except Exception as exc:  # noqa: BLE001 - tokenizers raises bare Exception
         raise VocabError(f"tokenizers rejected the converted vocabulary: {exc}") from exc
-    n_vocab = max(max(ranks.values()), added[-1][0] if added else -1) + 1
-    _verify(tok, n_vocab, added)
+    _verify(tok, ranks, added)
     if path is not None and digest is not None:
         _write_cache(path, digest, text)
     return tok
