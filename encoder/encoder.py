@@ -102,8 +102,7 @@ class Encoder:
         return self.format.text_controls
 
     # -- rendering -------------------------------------------------------------
-    def prepare(self, conversation: Any, mode: Mode | str = "train",
-                cot: CotPolicy | str | None = None) -> tuple[Conversation, list[int]]:
+    def prepare(self, conversation: Any, cot: CotPolicy | str | None = None) -> tuple[Conversation, list[int]]:
         """Normalised, validated conversation and the indices of the messages to render."""
         conv = self.format.normalize(to_conversation(conversation))
         self.format.validate(conv)
@@ -115,7 +114,7 @@ class Encoder:
     def render(self, conversation: Any, mode: Mode | str = "train", *, cot: CotPolicy | str | None = None,
                mask: MaskPolicy | str | dict | None = None) -> RenderResult:
         mode = _mode(mode)
-        conv, keep = self.prepare(conversation, mode, cot)
+        conv, keep = self.prepare(conversation, cot)
         msgs = [conv.messages[i] for i in keep]
         flags = message_flags(msgs, self.mask if mask is None else MaskPolicy.parse(mask))
         fmt = self.format
@@ -131,7 +130,7 @@ class Encoder:
                 exc.args = (exc._render(),)
                 raise
         tail = fmt.generation_prompt() if mode is Mode.PROMPT else ()
-        dropped = tuple(i for i in range(len(conv.messages)) if i not in set(keep))
+        dropped = tuple(sorted(set(range(len(conv.messages))).difference(keep)))
         return self.renderer.render(plans, flags, keep, conv, tail, dropped)
 
     def render_batch(self, conversations: Iterable[Any], mode: Mode | str = "train", *,

@@ -30,6 +30,21 @@ class Delta:
     visible: bool
 
 
+_new = object.__new__
+_set_text = Delta.__dict__["text"].__set__
+_set_channel = Delta.__dict__["channel"].__set__
+_set_visible = Delta.__dict__["visible"].__set__
+
+
+def new_delta(text: str, channel: str | None, visible: bool) -> Delta:
+    """``Delta(...)`` without the frozen dataclass ``__init__`` (one per streamed text run: hot)."""
+    d = _new(Delta)
+    _set_text(d, text)
+    _set_channel(d, channel)
+    _set_visible(d, visible)
+    return d
+
+
 @dataclass(frozen=True, slots=True)
 class MessageEnd:
     type: ClassVar[str] = "message_end"

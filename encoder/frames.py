@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .errors import HeaderError, OcmlError, ParseError
-from .events import Delta, Error, Event, MessageEnd, MessageStart
+from .events import Delta, Error, Event, MessageEnd, MessageStart, new_delta
 from .headers import Header, parse_header
 from .messages import Message
 
@@ -44,9 +44,12 @@ class FrameMachine:
         self._prefill = role
         self.state = "header" if role is not None else "expect_start"
         self._header: list[str] = []
+        self._header_len = 0
         self._content: list[str] = []
         self._h: Header | None = None
-        self._visible = False
+        #: the open message's channel and whether users may see it (valid in ``content``)
+        self.channel: str | None = None
+        self.visible = False
 
     # -- plumbing ---------------------------------------------------------
     def _event(self, ev: Event) -> None:
@@ -66,32 +69,41 @@ class FrameMachine:
             return
         st = self.state
         if st == "content":
-            self._content.append(s)
+            d = self.add_content(s)
             if self._emit is not None:
-                h = self._h
-                self._emit(Delta(s, h.channel if h else None, self._visible))
+                self._emit(d)
         elif st == "header":
             self._header.append(s)
-            if sum(map(len, self._header)) > MAX_HEADER_CHARS:
+            self._header_len += len(s)
+            if self._header_len > MAX_HEADER_CHARS:
                 self.error("E-PARSE-HEADER", f"header longer than {MAX_HEADER_CHARS} characters", position)
                 self._header.clear()
+                self._header_len = 0
                 self.state = "expect_start"
         elif st == "skip":
             return
         elif not s.isspace():  # whitespace between frames is layout (transcripts print newlines)
             self.error("E-PARSE-STRAY-TEXT", f"text outside a message: {s[:40]!r}", position)
 
+    def add_content(self, s: str) -> Delta:
+        """Append text to the open message (state ``content``) and return its delta, unemitted.
+
+        The stream decoder's per-token fast path: no state dispatch, no emit callback.
+        """
+        self._content.append(s)
+        return new_delta(s, self.channel, self.visible)
+
     def control(self, name: str, position: int) -> None:
         st = self.state
         if st == "content":
             reason = TERMINATORS.get(name)
             if reason is not None:
-                self._close(reason, position)
+                self.close(reason, position)
             elif name in self.markers:
                 self.text(name, position)
             elif name == "<|start|>":
                 self.error("E-PARSE-UNTERMINATED", "a new message started before this one ended", position)
-                self._close("truncated", position)
+                self.close("truncated", position)
                 self._begin()
             else:
                 self.error("E-PARSE-STRAY-CONTROL", f"{name} inside message content", position)
@@ -107,7 +119,7 @@ class FrameMachine:
                 # <|message|> missing: salvage "ROLE<|channel|>CH rest" as header + content.
                 self.error("E-PARSE-HEADER", f"{name} before <|message|>", position)
                 self._salvage(position)
-                self._close(TERMINATORS[name], position)
+                self.close(TERMINATORS[name], position)
             else:
                 self.error("E-PARSE-STRAY-CONTROL", f"{name} inside a header", position)
         elif st == "skip":
@@ -127,7 +139,7 @@ class FrameMachine:
     def finish(self, position: int) -> None:
         if self.state == "content":
             self.error("E-STREAM-TRUNCATED", "the stream ended inside a message", position)
-            self._close("truncated", position)
+            self.close("truncated", position)
         elif self.state == "header" and (self._header or self._prefill is None):
             self.error("E-STREAM-TRUNCATED", "the stream ended inside a header", position)
             self.state = "expect_start"
@@ -136,6 +148,7 @@ class FrameMachine:
     def _begin(self) -> None:
         self.state = "header"
         self._header = []
+        self._header_len = 0
         self._prefill = None
 
     def _open(self, position: int) -> None:
@@ -151,7 +164,8 @@ class FrameMachine:
         self._prefill = None
         self._h = h
         self._content = []
-        self._visible = visible(h.channel, h.intent, h.role)
+        self.channel = h.channel
+        self.visible = visible(h.channel, h.intent, h.role)
         self.state = "content"
         self._event(MessageStart(h.role, h.channel, h.recipient, h.call_id, h.name, h.intent, h.content_type,
                                  h.constrain, position))
@@ -168,10 +182,12 @@ class FrameMachine:
         self._prefill = None
         self._h = h
         self._content = [words[1]] if len(words) > 1 else []
-        self._visible = visible(h.channel, h.intent, h.role)
+        self.channel = h.channel
+        self.visible = visible(h.channel, h.intent, h.role)
         self.state = "content"
 
-    def _close(self, reason: str, position: int) -> None:
+    def close(self, reason: str, position: int) -> None:
+        """End the open message (``reason``: end | return | call | truncated)."""
         h = self._h
         assert h is not None
         msg = Message(role=h.role, content="".join(self._content), channel=h.channel, recipient=h.recipient,

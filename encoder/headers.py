@@ -44,7 +44,7 @@ def parse_header(text: str, *, harmony: bool, role: str | None = None, position:
     head = segments[0].split()
     if role is not None:
         # After a prefill the role may be repeated (harmony) or absent.
-        if head and head[0] in (role, f"{role}") and not head[0].startswith("to="):
+        if head and head[0] == role:
             head = head[1:]
         words = head
     else:

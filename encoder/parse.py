@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -74,6 +73,18 @@ class TextSplitter:
             pos = m.end()
         return out, literal
 
+    def feed(self, data: bytes, fm: FrameMachine, position: int, literal: bool) -> bool:
+        """Split ``data`` and hand the pieces to ``fm``; returns the literal state after it."""
+        pieces, literal = self.split(data, literal)
+        for is_ctl, chunk in pieces:
+            if is_ctl:
+                name = chunk.decode()
+                if name not in (LITERAL, ENDLITERAL):  # literal markers only switch the splitter's mode
+                    fm.control(name, position)
+            else:
+                fm.text(chunk.decode("utf-8", "replace"), position)
+        return literal
+
 
 class IdParser:
     """Per-(encoder) tables for parsing ids; built once and cached on the encoder."""
@@ -98,23 +109,20 @@ class IdParser:
         self.splitter = TextSplitter(enc.format.text_controls)
         self.markers = frozenset(m for m in table.markers)
 
-    @cached_property
-    def _decode(self):  # type: ignore[no-untyped-def]
-        return self.tok.decode_bytes
-
     def feed_atoms(self, ids: np.ndarray, fm: FrameMachine) -> None:
         n = ids.shape[0]
         safe = np.where((ids >= 0) & (ids < self.tok.n_vocab), ids, self.tok.n_vocab)
         kinds = self.kind[safe]
         cuts = np.flatnonzero(kinds)
-        decode = self._decode
+        decode = self.tok.decode_bytes
+        feed_text = self.splitter.feed
         names = self.names
         literal = False
         prev = 0
         ids_list = ids.tolist()
         for c in [*cuts.tolist(), n]:
             if c > prev:
-                literal = self._text(decode(ids_list[prev:c]), fm, prev, literal)
+                literal = feed_text(decode(ids_list[prev:c]), fm, prev, literal)
             if c == n:
                 break
             name = names[kinds[c]]
@@ -136,17 +144,6 @@ class IdParser:
             else:
                 fm.special(name, c)
         fm.finish(n)
-
-    def _text(self, data: bytes, fm: FrameMachine, position: int, literal: bool) -> bool:
-        pieces, literal = self.splitter.split(data, literal)
-        for is_ctl, chunk in pieces:
-            if is_ctl:
-                name = chunk.decode()
-                if name not in (LITERAL, ENDLITERAL):
-                    fm.control(name, position)
-            else:
-                fm.text(chunk.decode("utf-8", "replace"), position)
-        return literal
 
 
 def parser_for(enc: Encoder) -> IdParser:

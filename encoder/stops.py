@@ -41,12 +41,9 @@ def stop_tokens(enc: Encoder, mode: str = "assistant") -> tuple[str, ...]:
 
 def stop_ids(enc: Encoder, mode: str = "assistant") -> list[int]:
     """Registered ids of the stop controls (``<|return|>``, ``<|call|>``; ``mode="all"`` adds ``<|end|>``)."""
-    text = set(enc.format.text_controls)
     out: list[int] = []
     for name in stop_tokens(enc, mode):
-        if name in text:
-            continue
-        i = enc.tokenizer.control_id(name)
+        i = enc.tokenizer.control_id(name)  # None exactly for the text controls (fallback)
         if i is not None and 0 <= i < enc.tokenizer.n_vocab:
             out.append(i)
     return out

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from .adapters import to_conversation
 from .errors import InputError, ParseError
 from .frames import FrameMachine
 from .messages import Conversation, CotPolicy, Mode, Options
@@ -44,7 +43,7 @@ def _text_format(enc: Encoder):  # type: ignore[no-untyped-def]
 
 
 def to_text(enc: Encoder, conversation: Any, *, mode: Mode, cot: CotPolicy | str | None, header: bool) -> str:
-    conv, keep = enc.prepare(conversation, mode, cot)
+    conv, keep = enc.prepare(conversation, cot)
     fmt = _text_format(enc)
     ctx = enc.format.context(conv)
     msgs = [conv.messages[i] for i in keep]
@@ -102,14 +101,7 @@ def parse_text(enc: Encoder, text: str, *, strict: bool = False) -> Conversation
     splitter = TextSplitter(fmt.text_controls)
     fm = FrameMachine(harmony=enc.format_name == "harmony", strict=strict,
                       markers=frozenset(enc.format.table.markers))
-    pieces, _ = splitter.split(body.encode("utf-8"), False)
-    for is_ctl, chunk in pieces:
-        s = chunk.decode("utf-8")
-        if is_ctl:
-            if s not in ("<|literal|>", "<|endliteral|>"):
-                fm.control(s, 0)
-        else:
-            fm.text(s, 0)
+    splitter.feed(body.encode("utf-8"), fm, 0, False)
     fm.finish(0)
     gs = meta.get("generation_settings") or {}
     options = Options(
@@ -120,4 +112,4 @@ def parse_text(enc: Encoder, text: str, *, strict: bool = False) -> Conversation
     return Conversation(tuple(fm.messages), options)
 
 
-__all__ = ["parse_text", "to_conversation", "to_text"]
+__all__ = ["parse_text", "to_text"]

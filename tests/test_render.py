@@ -200,7 +200,7 @@ def test_to_text_then_parse_text(name, conv):
     except UnrepresentableError:
         return
     back = enc.parse_text(text, strict=True)
-    want = enc.prepare(conv, "history", "keep-all")[0].messages
+    want = enc.prepare(conv, "keep-all")[0].messages
     assert [fields(m) for m in back.messages] == [fields(m) for m in want]
 
 

@@ -50,6 +50,12 @@ class TiktokenTokenizer(Tokenizer):
         enc = self.encode_text
         return [enc(t) for t in texts]
 
+    def decode_bytes(self, ids: Sequence[int]) -> bytes:
+        try:
+            return self._enc.decode_bytes(ids)  # Rust: no per-token Python on the parse hot path
+        except (KeyError, TypeError, OverflowError, ValueError):
+            return super().decode_bytes(ids)  # bad ids: the base class names the offending position
+
     @property
     def encoding(self) -> Any:
         """The underlying ``tiktoken.Encoding`` (specials registered)."""

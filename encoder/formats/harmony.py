@@ -18,7 +18,6 @@ Differences from openai-harmony, all deliberate and documented:
 
 from __future__ import annotations
 
-import dataclasses
 from typing import ClassVar
 
 from ..errors import CallSchemaError, InputError
@@ -106,8 +105,7 @@ def _synthesize(msgs: list[Message], opt: Options) -> list[Message]:
     while rest and rest[0].role in ("system", "developer") and rest[0].structured is None:
         lead.append(rest[0].content)
         rest = rest[1:]
-    sc = SystemContent()
-    kw = {}
+    kw: dict[str, object] = {}
     if opt.model_identity is not None:
         kw["model_identity"] = opt.model_identity
     if opt.reasoning_effort is not None:
@@ -118,8 +116,7 @@ def _synthesize(msgs: list[Message], opt: Options) -> list[Message]:
         kw["knowledge_cutoff"] = opt.knowledge_cutoff
     if opt.builtin_tools:
         kw["tools"] = {name: builtin_namespace(name) for name in opt.builtin_tools}
-    sc = dataclasses.replace(sc, **kw) if kw else sc
-    out = [Message(role="system", structured=sc)]
+    out = [Message(role="system", structured=SystemContent(**kw))]  # type: ignore[arg-type]
     instructions = "\n\n".join(x for x in ([opt.instructions] if opt.instructions else []) + lead if x)
     fn_tools = tuple(ToolDescription(t["name"], t["description"], t["parameters"]) for t in (opt.tools or ()))
     if instructions or fn_tools:

@@ -62,12 +62,12 @@ and header text.  Tables are built once per (encoder, stop strings) and cached.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..events import Delta, Error, Event, Stop
-from ..frames import MAX_HEADER_CHARS, FrameMachine, visible
+from ..events import Error, Event, Stop
+from ..frames import MAX_HEADER_CHARS, FrameMachine
 from .scanner import Control, InvalidId, Scanner, ScannerTables, Special, StopString, Text
 
 if TYPE_CHECKING:
@@ -77,22 +77,6 @@ __all__ = ["StreamDecoder", "tables_for"]
 
 STOPPING = {"<|return|>": "return", "<|call|>": "call"}
 _LITERAL = ("<|literal|>", "<|endliteral|>")
-
-# Deltas are created once per feed() call in content: build them without the frozen
-# dataclass __init__ (object.__setattr__ per field), as the scanner does for Text.
-_new = object.__new__
-_d_text = Delta.__dict__["text"].__set__
-_d_channel = Delta.__dict__["channel"].__set__
-_d_visible = Delta.__dict__["visible"].__set__
-
-
-def _delta(text: str, channel: str | None, vis: bool) -> Delta:
-    d = _new(Delta)
-    _d_text(d, text)
-    _d_channel(d, channel)
-    _d_visible(d, vis)
-    return d
-
 
 def tables_for(enc: Encoder, stop_strings: Sequence[str] = ()) -> ScannerTables:
     """Scanner tables for ``enc`` (+ user stop strings), cached on the encoder."""
@@ -158,10 +142,6 @@ class StreamDecoder:
         self._buf_len = 0
         self._buf_pos = 0
         self._drop_run = -1            # run index whose remaining text is dropped (header overflow)
-        self._msg: Any = None          # header object the cached channel/visible belong to
-        self._channel: str | None = None
-        self._vis = False
-        self._stoppable = False
 
     @property
     def messages(self) -> list:
@@ -187,16 +167,8 @@ class StreamDecoder:
         if len(atoms) == 1:
             # Common path: one text piece inside the current message's content.
             a = atoms[0]
-            if type(a) is Text:
-                fm = self.fm
-                if fm.state == "content" and fm._h is self._msg:
-                    text = a.text
-                    fm._content.append(text)
-                    d = _new(Delta)
-                    _d_text(d, text)
-                    _d_channel(d, self._channel)
-                    _d_visible(d, self._vis)
-                    return [d]
+            if type(a) is Text and self.fm.state == "content":
+                return [self.fm.add_content(a.text)]
         self._atoms(atoms, None)
         out = self._out
         res = out[:]
@@ -227,25 +199,17 @@ class StreamDecoder:
         for a in atoms:
             if type(a) is Text:
                 if fm.state == "content":
-                    h = fm._h
-                    if h is not self._msg:
-                        self._new_message(h)
-                    fm._content.append(a.text)
-                    out.append(_delta(a.text, self._channel, self._vis))
+                    out.append(fm.add_content(a.text))
                 else:
                     self._text(a.text, a.token_index)
                 continue
             if type(a) is StopString:
                 if fm.state == "content":
-                    h = fm._h
-                    if h is not self._msg:
-                        self._new_message(h)
-                    if self._stoppable:
-                        fm._close("truncated", a.token_index)
+                    if self._stoppable():
+                        fm.close("truncated", a.token_index)
                         self._stop("stop_string", a.text, a.token_index, end)
                         return
-                    fm._content.append(a.text)
-                    out.append(_delta(a.text, self._channel, self._vis))
+                    out.append(fm.add_content(a.text))
                 else:
                     self._text(a.text, a.token_index)
                 continue
@@ -279,13 +243,10 @@ class StreamDecoder:
             elif type(a) is InvalidId:
                 fm.error("E-VOCAB-ID", f"id {a.token_id} is not in the vocabulary", i)
 
-    def _new_message(self, h: Any) -> None:
-        self._msg = h
-        self._channel = h.channel if h is not None else None
-        self._vis = visible(h.channel, h.intent, h.role) if h is not None else False
+    def _stoppable(self) -> bool:
+        """Do stop strings apply to the open message's channel (no channel counts as final)?"""
         sc = self.stop_channels
-        ch = self._channel if self._channel is not None else "final"
-        self._stoppable = bool(self.stop_strings) and (sc is None or ch in sc)
+        return bool(self.stop_strings) and (sc is None or (self.fm.channel or "final") in sc)
 
     def _text(self, s: str, pos: int) -> None:
         """Text outside content: collect the run (bounded) until the next boundary."""
