@@ -60,6 +60,9 @@ def to_conversation(obj: Any) -> Conversation:
     out: list[Message] = []
     call_names: dict[str, str] = {}
     for index, raw in enumerate(obj):
+        if type(raw) is dict:  # the common case first: no ABC checks
+            out.extend(_message(raw, index, call_names))
+            continue
         if isinstance(raw, Message):
             out.append(raw)
             continue
@@ -156,11 +159,15 @@ _FAST_KEYS = frozenset({"role", "content", "channel", "recipient", "name"})
 
 def _message(raw: Mapping[str, Any], index: int, call_names: dict[str, str]) -> list[Message]:
     # Fast path (most training data): a plain dict of strings with canonical keys, not a tool reply.
-    if type(raw) is dict and raw.keys() <= _FAST_KEYS and all(type(v) is str for v in raw.values()):
-        role = raw.get("role")
-        if role and role != "tool":
-            return [Message(role, raw.get("content", ""), raw.get("channel") or None, raw.get("recipient"),
-                            None, raw.get("name"))]
+    if type(raw) is dict and raw.keys() <= _FAST_KEYS:
+        for v in raw.values():
+            if type(v) is not str:
+                break
+        else:
+            role = raw.get("role")
+            if role and role != "tool":
+                return [Message(role, raw.get("content", ""), raw.get("channel") or None, raw.get("recipient"),
+                                None, raw.get("name"))]
     role = raw.get("role")
     if not isinstance(role, str) or not role:
         raise InputError("message has no role", index=index, field="role",

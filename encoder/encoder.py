@@ -17,7 +17,7 @@ from .errors import OcmlError
 from .formats import format_class
 from .masks import MaskPolicy, message_flags
 from .messages import Conversation, CotPolicy, Message, Mode
-from .render import Renderer, RenderResult
+from .render import Renderer, RenderJob, RenderResult
 
 
 def default_tokenizer(fmt: str) -> Tokenizer:
@@ -69,7 +69,9 @@ class Encoder:
 
     ``tokenizer``: a ``vocab.Tokenizer``, a name for ``vocab.load`` (loaded as is: a
     base name without registration means fallback mode), or None for the format's
-    default (controls registered).
+    default (controls registered).  ``threads``: how many threads may encode the long
+    text of one render or batch chunk (default ``$OCML_NUM_THREADS`` or the usable
+    cores, at most 4; 1 = never start a thread).
     """
 
     def __init__(
@@ -80,6 +82,7 @@ class Encoder:
         mask: MaskPolicy | str | dict | None = None,
         cot: CotPolicy | str | None = None,
         validate_bodies: bool = True,
+        threads: int | None = None,
         **format_options: Any,
     ) -> None:
         self.format_name = canonical_format(format)
@@ -91,7 +94,7 @@ class Encoder:
         self.format = format_class(self.format_name)(tokenizer, validate_bodies=validate_bodies, **format_options)
         self.mask = MaskPolicy.parse(mask)
         self.cot = cot_mod.parse_cot(cot)
-        self.renderer = Renderer(tokenizer)
+        self.renderer = Renderer(self.format, tokenizer, threads)
 
     def __repr__(self) -> str:
         return f"<Encoder {self.format_name} on {self.tokenizer!r}>"
@@ -111,43 +114,54 @@ class Encoder:
         keep = [i for i in range(len(conv.messages)) if i not in drop]
         return conv, keep
 
+    def _layout(self, conversation: Any, mode: Mode, cot: CotPolicy | str | None,
+                mask: MaskPolicy | None) -> RenderJob:
+        conv, keep = self.prepare(conversation, cot)
+        msgs = conv.messages
+        kept = msgs if len(keep) == len(msgs) else [msgs[i] for i in keep]
+        flags = message_flags(kept, self.mask if mask is None else mask)
+        dropped = () if len(keep) == len(msgs) else tuple(sorted(set(range(len(msgs))).difference(keep)))
+        return self.renderer.layout(conv, keep, flags, mode is Mode.TRAIN, mode is Mode.PROMPT, dropped)
+
     def render(self, conversation: Any, mode: Mode | str = "train", *, cot: CotPolicy | str | None = None,
                mask: MaskPolicy | str | dict | None = None) -> RenderResult:
-        mode = _mode(mode)
-        conv, keep = self.prepare(conversation, cot)
-        msgs = [conv.messages[i] for i in keep]
-        flags = message_flags(msgs, self.mask if mask is None else MaskPolicy.parse(mask))
-        fmt = self.format
-        ctx = fmt.context(conv)
-        plans = []
-        last = len(msgs) - 1
-        for j, m in enumerate(msgs):
-            ret = mode is Mode.TRAIN and j == last and m.role == "assistant" and fmt.is_final(m)
-            try:
-                plans.append(fmt.plan(m, fmt.end_token(m, ret), ctx))
-            except OcmlError as exc:
-                exc.index = keep[j]
-                exc.args = (exc._render(),)
-                raise
-        tail = fmt.generation_prompt() if mode is Mode.PROMPT else ()
-        dropped = tuple(sorted(set(range(len(conv.messages))).difference(keep)))
-        return self.renderer.render(plans, flags, keep, conv, tail, dropped)
+        policy = None if mask is None else MaskPolicy.parse(mask)
+        return self.renderer.assemble([self._layout(conversation, _mode(mode), cot, policy)])[0]
 
     def render_batch(self, conversations: Iterable[Any], mode: Mode | str = "train", *,
                      cot: CotPolicy | str | None = None, mask: MaskPolicy | str | dict | None = None,
-                     errors: str = "raise") -> Batch:
-        """Render many conversations; ``errors="collect"`` records bad ones (by index) and goes on."""
+                     errors: str = "raise", chunk: int = 256) -> Batch:
+        """Render many conversations (the data-preparation path).
+
+        ``errors="collect"`` records bad inputs (by index) and goes on.  Conversations are
+        laid out, encoded and assembled ``chunk`` at a time, so numpy and thread hand-off
+        costs are paid per chunk; each result's arrays are views into its chunk's arrays.
+        """
         if errors not in ("raise", "collect"):
             raise vocab.UnknownNameError(f"errors={errors!r}", field="errors", hint="'raise' or 'collect'")
+        m = _mode(mode)
+        policy = None if mask is None else MaskPolicy.parse(mask)
+        cot = cot_mod.parse_cot(cot) if cot is not None else None
         out = Batch([])
+        pending: list[tuple[int, RenderJob]] = []
+
+        def flush() -> None:
+            for (slot, _), res in zip(pending, self.renderer.assemble([j for _, j in pending])):
+                out.results[slot] = res
+            pending.clear()
+
         for i, conv in enumerate(conversations):
+            out.results.append(None)
             try:
-                out.results.append(self.render(conv, mode, cot=cot, mask=mask))
+                pending.append((i, self._layout(conv, m, cot, policy)))
             except OcmlError as exc:
                 if errors == "raise":
                     raise
-                out.results.append(None)
                 out.errors.append((i, exc))
+            if len(pending) >= chunk:
+                flush()
+        if pending:
+            flush()
         return out
 
     # -- the other direction -------------------------------------------------------

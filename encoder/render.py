@@ -1,9 +1,11 @@
-"""Pieces -> numpy ids, loss mask and per-token message index.
+"""Messages -> numpy ids, loss mask and per-token message index.
 
-The only place ids are produced.  Header pieces (``prompt`` + ``header`` of a
-plan) repeat across messages, so their ids are cached per plan key; text
-pieces are encoded once each; the mask and message index come from run
-lengths (``np.repeat``), never from re-tokenizing or offset mapping.
+The only place render ids are produced.  Header pieces (``prompt`` + ``header`` of
+a plan) repeat across messages, so their ids are cached per ``Format.header_key``
+and a plain-text message never builds a plan at all; text pieces are encoded once
+each (``encoder.textenc``); the mask and message index come from run lengths
+(``np.repeat``), never from re-tokenizing or offset mapping.  In a batch the
+results are views into one set of arrays.
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ import numpy as np
 
 from vocab import Tokenizer
 
+from .errors import OcmlError
+from .formats.base import Format, PlanContext
 from .masks import Flags
 from .messages import Conversation
-from .pieces import CTL, MessagePlan, Piece
+from .pieces import CTL, Piece
+from .textenc import TextEncoder
 
 _HEADER_CACHE_MAX = 4096
 
@@ -46,97 +51,157 @@ class RenderResult:
         return [(int(a), int(b)) for a, b in zip(d[::2], d[1::2])]
 
 
-class Renderer:
-    """Encodes pieces with one tokenizer; one per (format, tokenizer)."""
+class RenderJob:
+    """One conversation laid out as items: id sequences, or text still to encode.
 
-    def __init__(self, tokenizer: Tokenizer) -> None:
+    ``items[k]`` is a tuple/list of ids, an int32 array, or a ``str``; ``train[k]`` and
+    ``owner[k]`` (message index, -1 = generation prompt) hold for every id of item k.
+    """
+
+    __slots__ = ("conversation", "dropped", "items", "train", "owner")
+
+    def __init__(self, conversation: Conversation, dropped: tuple[int, ...]) -> None:
+        self.conversation = conversation
+        self.dropped = dropped
+        self.items: list[Any] = []
+        self.train: list[bool] = []
+        self.owner: list[int] = []
+
+
+class Renderer:
+    """Lays messages out as items, encodes the text, assembles numpy arrays.
+
+    One per (format, tokenizer).  Three phases so a batch pays numpy and thread
+    hand-off costs once: ``layout`` (Python, per message, header ids from a cache keyed
+    by ``Format.header_key``), ``TextEncoder.encode`` (the tokenizer), ``assemble``
+    (one concatenate and two ``np.repeat`` over run lengths for the whole batch).
+    """
+
+    def __init__(self, fmt: Format, tokenizer: Tokenizer, threads: int | None = None) -> None:
+        self.format = fmt
         self.tokenizer = tokenizer
-        self.encode = tokenizer.encode_text
+        self.text = TextEncoder(tokenizer, threads)
         self._ctl: dict[str, tuple[int, ...]] = {}
-        self._headers: dict[tuple[tuple[Piece, ...], tuple[Piece, ...]], tuple[list[int], list[int]]] = {}
+        self._headers: dict[tuple[Any, ...], tuple[tuple[int, ...], tuple[int, ...]]] = {}
 
     def control_ids(self, token: str) -> tuple[int, ...]:
         """A control as one id, or (fallback) its ASCII text as ordinary tokens."""
         ids = self._ctl.get(token)
         if ids is None:
             cid = self.tokenizer.control_id(token)
-            ids = (cid,) if cid is not None else tuple(self.encode(token))
+            ids = (cid,) if cid is not None else tuple(self.tokenizer.encode_text(token))
             self._ctl[token] = ids
         return ids
 
-    def pieces_ids(self, pieces: Sequence[Piece]) -> list[int]:
+    def pieces_ids(self, pieces: Sequence[Piece]) -> tuple[int, ...]:
         out: list[int] = []
-        enc = self.encode
+        enc = self.tokenizer.encode_text
         for kind, val in pieces:
             if kind == CTL:
                 out.extend(self.control_ids(val))
             elif val:
                 out.extend(enc(val))
-        return out
+        return tuple(out)
 
-    def header_ids(self, plan: MessagePlan) -> tuple[list[int], list[int]]:
-        key = (plan.prompt, plan.header)
-        hit = self._headers.get(key)
-        if hit is None:
-            hit = (self.pieces_ids(plan.prompt), self.pieces_ids(plan.header))
-            if len(self._headers) >= _HEADER_CACHE_MAX:
-                self._headers.clear()
-            self._headers[key] = hit
-        return hit
-
-    def render(
-        self,
-        plans: Sequence[MessagePlan],
-        flags: Sequence[Flags],
-        msg_index: Sequence[int],
-        conversation: Conversation,
-        tail: Sequence[Piece] = (),
-        dropped: tuple[int, ...] = (),
-    ) -> RenderResult:
-        ids: list[int] = []
-        lens: list[int] = []
-        train: list[bool] = []
-        owner: list[int] = []
+    def layout(self, conv: Conversation, keep: Sequence[int], flags: Sequence[Flags], train_mode: bool,
+               prompt_mode: bool, dropped: tuple[int, ...]) -> RenderJob:
+        fmt = self.format
+        msgs = conv.messages
+        job = RenderJob(conv, dropped)
+        items, train, owner = job.items, job.train, job.owner
         headers = self._headers
-        enc = self.encode
         ctl = self.control_ids
-        for plan, (f_prompt, f_header, f_body, f_end), mi in zip(plans, flags, msg_index):
-            hit = headers.get((plan.prompt, plan.header))
-            if hit is None:
-                hit = self.header_ids(plan)
-            p_ids, h_ids = hit
-            n0 = len(ids)
-            ids += p_ids
-            n1 = len(ids)
-            ids += h_ids
-            n2 = len(ids)
-            for kind, val in plan.body:
-                if kind == CTL:
-                    ids += ctl(val)
-                elif val:
-                    ids += enc(val)
-            n3 = len(ids)
-            for _, val in plan.end:
-                ids += ctl(val)
-            n4 = len(ids)
-            lens += (n1 - n0, n2 - n1, n3 - n2, n4 - n3)
-            train += (f_prompt, f_header, f_body, f_end)
-            owner += (mi, mi, mi, mi)
-        if tail:
-            n0 = len(ids)
-            ids += self.pieces_ids(tail)
-            lens.append(len(ids) - n0)
+        ctx: PlanContext | None = None
+        last = keep[-1] if keep else -1
+        for i, (f_prompt, f_header, f_body, f_end) in zip(keep, flags):
+            m = msgs[i]
+            end = fmt.end_token(m, train_mode and i == last and m.role == "assistant" and fmt.is_final(m))
+            key = fmt.header_key(m)
+            body = fmt.plain_body(m)
+            hit = headers.get(key)
+            plan = None
+            if hit is None or body is None:
+                if ctx is None:
+                    ctx = fmt.context(conv)
+                try:
+                    plan = fmt.plan(m, end, ctx)
+                except OcmlError as exc:
+                    exc.index = i
+                    exc.args = (exc._render(),)
+                    raise
+                if hit is None:
+                    hit = (self.pieces_ids(plan.prompt), self.pieces_ids(plan.header))
+                    if len(headers) >= _HEADER_CACHE_MAX:
+                        headers.clear()
+                    headers[key] = hit
+            items += hit
+            train += (f_prompt, f_header)
+            owner += (i, i)
+            if plan is None:
+                if body:
+                    items.append(body)
+                    train.append(f_body)
+                    owner.append(i)
+            else:
+                for kind, val in plan.body:
+                    if kind == CTL:
+                        items.append(ctl(val))
+                    elif val:
+                        items.append(val)
+                    else:
+                        continue
+                    train.append(f_body)
+                    owner.append(i)
+            items.append(ctl(end))
+            train.append(f_end)
+            owner.append(i)
+        if prompt_mode:
+            items.append(self.pieces_ids(fmt.generation_prompt()))
             train.append(False)
             owner.append(-1)
-        ids_arr = np.array(ids, dtype=np.int32)
+        return job
+
+    def assemble(self, jobs: Sequence[RenderJob]) -> list[RenderResult]:
+        """Encode the text of ``jobs`` and cut one set of arrays into per-job results."""
+        if len(jobs) == 1:
+            items, train, owner = jobs[0].items, jobs[0].train, jobs[0].owner
+        else:
+            items, train, owner = [], [], []
+            for job in jobs:
+                items += job.items
+                train += job.train
+                owner += job.owner
+        self.text.encode(items)
+        parts: list[np.ndarray] = []
+        run: list[int] = []
+        ndarray = np.ndarray
+        for it in items:
+            if type(it) is ndarray:
+                if run:
+                    parts.append(np.array(run, dtype=np.int32))
+                    run = []
+                parts.append(it)
+            else:
+                run += it
+        lens = [len(it) for it in items]
+        if run or not parts:
+            parts.append(np.array(run, dtype=np.int32))
+        ids = parts[0] if len(parts) == 1 else np.concatenate(parts)
         lens_arr = np.array(lens, dtype=np.int64)
-        return RenderResult(
-            ids=ids_arr,
-            mask=np.repeat(np.array(train, dtype=bool), lens_arr),
-            message_index=np.repeat(np.array(owner, dtype=np.int32), lens_arr),
-            conversation=conversation,
-            dropped=dropped,
-        )
+        mask = np.array(train, dtype=bool).repeat(lens_arr)
+        index = np.array(owner, dtype=np.int32).repeat(lens_arr)
+        if len(jobs) == 1:
+            job = jobs[0]
+            return [RenderResult(ids, mask, index, job.conversation, job.dropped)]
+        out: list[RenderResult] = []
+        a = 0
+        k = 0
+        for job in jobs:
+            b = a + sum(lens[k:k + len(job.items)])
+            k += len(job.items)
+            out.append(RenderResult(ids[a:b], mask[a:b], index[a:b], job.conversation, job.dropped))
+            a = b
+        return out
 
 
 def describe(tokenizer: Tokenizer, result: RenderResult) -> list[dict[str, Any]]:

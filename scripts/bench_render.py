@@ -64,14 +64,17 @@ def conversations(kind: str, n: int, seed: int = 0) -> list[list[dict]]:
     return out
 
 
-def timeit(fn, reps: int) -> float:
-    fn()  # warm caches
-    samples = []
+def contest(fns: dict[str, object], reps: int) -> dict[str, float]:
+    """Median seconds per contender, runs interleaved round by round so load drifts hit all alike."""
+    for fn in fns.values():
+        fn()  # warm caches
+    samples: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t)
-    return statistics.median(samples)
+        for k, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            samples[k].append(time.perf_counter() - t)
+    return {k: statistics.median(v) for k, v in samples.items()}
 
 
 def harmony_encoding():
@@ -103,6 +106,7 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001
         print(f"(skipping apply_chat_template: {exc})")
     rows = []
+    one = encoder.Encoder("harmony", threads=1)
     for kind in ("short", "long"):
         convs = conversations(kind, args.n if kind == "short" else max(args.n // 10, 5))
         # the same text pieces ocml encodes, for the encode_ordinary floor
@@ -112,10 +116,14 @@ def main() -> None:
                 pieces += [m["role"], m.get("channel") or "", m["content"]]
         core = tok.encoding._core_bpe.encode_ordinary
         n_tokens = sum(len(enc.render(c, cot="keep-all")) for c in convs)
-        t_ocml = timeit(lambda: [enc.render(c, cot="keep-all") for c in convs], args.reps)
-        t_floor = timeit(lambda: [core(p) for p in pieces], args.reps)
-        row = {"workload": kind, "conversations": len(convs), "tokens": n_tokens,
-               "ocml_us_per_conv": 1e6 * t_ocml / len(convs), "ratio_vs_encode_ordinary": t_ocml / t_floor}
+        fns = {
+            "ocml": lambda: [enc.render(c, cot="keep-all") for c in convs],
+            "ocml_1thread": lambda: [one.render(c, cot="keep-all") for c in convs],
+            "ocml_batch": lambda: enc.render_batch(convs, cot="keep-all"),
+            "ocml_batch_1thread": lambda: one.render_batch(convs, cot="keep-all"),
+            "encode_ordinary": lambda: [core(p) for p in pieces],
+        }
+        same = None
         if henc is not None:
             keep = oh.RenderConversationConfig(auto_drop_analysis=False)
             hconvs = [oh.Conversation.from_messages([
@@ -124,16 +132,31 @@ def main() -> None:
                 for m in c]) for c in convs]
             same = all(enc.render(c, cot="keep-all").ids.tolist() == henc.render_conversation_for_training(h, keep)
                        for c, h in zip(convs, hconvs))
-            t_h = timeit(lambda: [henc.render_conversation_for_training(h, keep) for h in hconvs], args.reps)
-            row.update(harmony_ids_identical=same, speedup_vs_openai_harmony=t_h / t_ocml)
+            same = same and all(a.ids.tolist() == b.ids.tolist() for a, b in
+                                zip(enc.render_batch(convs, cot="keep-all"), one.render_batch(convs, cot="keep-all")))
+            fns["openai_harmony"] = lambda: [henc.render_conversation_for_training(h, keep) for h in hconvs]
+        t = contest(fns, args.reps)
         if hf is not None:
-            t_hf = timeit(lambda: [hf.apply_chat_template(c, chat_template=TEMPLATE, tokenize=True, return_dict=True,
-                                                          return_assistant_tokens_mask=True) for c in convs],
-                          max(3, args.reps // 3))
-            row.update(speedup_vs_apply_chat_template=t_hf / t_ocml)
+            t_hf = contest({"act": lambda: [hf.apply_chat_template(c, chat_template=TEMPLATE, tokenize=True,
+                                                                   return_dict=True, return_assistant_tokens_mask=True)
+                                            for c in convs],
+                            "ocml": fns["ocml"], "ocml_1thread": fns["ocml_1thread"]}, max(3, args.reps // 3))
+        row: dict[str, object] = {"workload": kind, "conversations": len(convs), "tokens": n_tokens,
+                                  "threads": enc.renderer.text.threads}
+        for k in ("ocml", "ocml_1thread", "ocml_batch", "ocml_batch_1thread"):
+            row[f"{k}_us_per_conv"] = 1e6 * t[k] / len(convs)
+        row["ratio_1thread_vs_encode_ordinary"] = t["ocml_1thread"] / t["encode_ordinary"]
+        row["ratio_vs_encode_ordinary"] = t["ocml"] / t["encode_ordinary"]
+        if henc is not None:
+            row["harmony_ids_identical"] = same
+            for k in ("ocml", "ocml_1thread", "ocml_batch", "ocml_batch_1thread"):
+                row[f"speedup_{k}_vs_openai_harmony"] = t["openai_harmony"] / t[k]
+        if hf is not None:
+            row["speedup_ocml_vs_apply_chat_template"] = t_hf["act"] / t_hf["ocml"]
+            row["speedup_ocml_1thread_vs_apply_chat_template"] = t_hf["act"] / t_hf["ocml_1thread"]
         rows.append(row)
     for row in rows:
-        print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}))
+        print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}, indent=1))
 
 
 if __name__ == "__main__":

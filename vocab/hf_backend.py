@@ -35,6 +35,15 @@ def _bytes_to_unicode() -> dict[int, str]:
 _BYTE_DECODER = {c: b for b, c in _bytes_to_unicode().items()}
 
 
+def _repair(text: str) -> str:
+    """Lone surrogates (not encodable as UTF-8) become U+FFFD; other text is returned as is."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def _is_byte_level(spec: dict) -> bool:
     text = json.dumps(spec.get("decoder")) + json.dumps(spec.get("pre_tokenizer"))
     return "ByteLevel" in text
@@ -94,10 +103,13 @@ class HFTokenizer(Tokenizer):
                 )
 
     def encode_text(self, text: str) -> list[int]:
-        return self._encode(text, add_special_tokens=False).ids
+        try:
+            return self._encode(text, add_special_tokens=False).ids
+        except TypeError:  # lone surrogates: U+FFFD, as tiktoken's encode does
+            return self._encode(_repair(text), add_special_tokens=False).ids
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        return [e.ids for e in self._tok.encode_batch(list(texts), add_special_tokens=False)]
+        return [e.ids for e in self._tok.encode_batch([_repair(t) for t in texts], add_special_tokens=False)]
 
     @property
     def backend(self) -> Any:

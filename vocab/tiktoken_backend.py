@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
+
 from .base import load_base
 from .errors import VocabError, require
 from .registry import plan_specials
@@ -43,7 +45,27 @@ class TiktokenTokenizer(Tokenizer):
 
         self.encode_text = encode_text  # type: ignore[method-assign]
 
+        # Long text: tiktoken's u32 buffer viewed as int32, no Python ints on the way.  With
+        # nothing allowed, ``encode`` equals ``encode_ordinary`` (a special's text is ordinary
+        # text), and the Rust side runs without the GIL.
+        to_buffer = core.encode_to_tiktoken_buffer
+        nothing: frozenset[str] = frozenset()
+
+        def encode_text_array(text: str, _buf: Any = to_buffer, _none: Any = nothing,
+                              _fb: Any = fallback) -> np.ndarray:
+            try:
+                return np.frombuffer(_buf(text, _none), dtype=np.int32)
+            except UnicodeEncodeError:
+                return np.array(_fb(text), dtype=np.int32)
+
+        self.encode_text_array = encode_text_array  # type: ignore[method-assign]
+
     def encode_text(self, text: str) -> list[int]:  # replaced per instance in __init__
+        raise NotImplementedError
+
+    gil_free = True
+
+    def encode_text_array(self, text: str) -> np.ndarray:  # replaced per instance in __init__
         raise NotImplementedError
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
+import numpy as np
+
 from .errors import VocabError
 
 
@@ -36,6 +38,13 @@ class Tokenizer(ABC):
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         enc = self.encode_text
         return [enc(t) for t in texts]
+
+    #: True when ``encode_text_array`` runs without the GIL, so a thread pool scales it
+    gil_free: bool = False
+
+    def encode_text_array(self, text: str) -> np.ndarray:
+        """``encode_text`` as an int32 array (backends override it to skip the Python int list)."""
+        return np.array(self.encode_text(text), dtype=np.int32)
 
     @property
     @abstractmethod

@@ -47,13 +47,20 @@ class Format:
 
     def validate(self, conv: Conversation) -> None:
         calls: dict[str, int] = {}
+        valid = self._valid_headers
+        bodies = self.validate_bodies
         for i, m in enumerate(conv.messages):
-            self.validate_header(m, i)
-            if self.validate_bodies:
+            # One tuple and one set lookup per message on the common path: headers repeat.
+            if (m.role, m.channel, m.recipient, m.call_id, m.name, m.intent, m.content_type,
+                    m.constrain) not in valid:
+                self.validate_header(m, i)
+            if bodies and (m.constrain is not None or m.content_type is not None):
                 self.validate_body(m, i)
-            if m.is_tool_call and m.call_id is not None:
+            if m.call_id is None:
+                continue
+            if m.is_tool_call:
                 calls[m.call_id] = i
-            if self.is_tool_reply(m) and m.call_id is not None and calls and m.call_id not in calls:
+            if self.is_tool_reply(m) and calls and m.call_id not in calls:
                 raise CallSchemaError(f"tool reply call_id {m.call_id!r} matches no earlier tool call",
                                       index=i, field="call_id", hint="echo the call_id of the call this replies to")
 
@@ -104,6 +111,18 @@ class Format:
                                                   for m in conv.messages if m.role == "developer"))
 
     # -- message level --------------------------------------------------------
+    def header_key(self, m: Message) -> tuple[str | None, ...]:
+        """Everything ``plan`` reads to build the prompt + header pieces: the renderer caches
+        their ids under it.  A subclass whose header depends on anything else must extend it."""
+        return (m.role, m.channel, m.recipient, m.call_id, m.name, m.intent, m.content_type, m.constrain)
+
+    def plain_body(self, m: Message) -> str | None:
+        """The body when ``plan`` would make it one unescaped text piece, else None (the
+        renderer then asks ``plan``).  This is the common case the renderer keeps cheap."""
+        if m.structured is not None or m.parts is not None or (self.text_controls and "<" in m.content):
+            return None
+        return m.content
+
     def plan(self, m: Message, end: str, ctx: PlanContext) -> MessagePlan:
         raise NotImplementedError
 

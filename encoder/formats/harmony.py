@@ -45,21 +45,27 @@ class HarmonyFormat(Format):
         self.recipient_after_channel = recipient_after_channel
 
     def normalize(self, conv: Conversation) -> Conversation:
-        msgs = list(conv.messages)
+        msgs = conv.messages
+        has_system = strip = False
         for i, m in enumerate(msgs):
             if m.structured is not None:
                 want = "system" if isinstance(m.structured, SystemContent) else "developer"
                 if m.role != want:
                     raise InputError(f"{type(m.structured).__name__} in a {m.role} message", index=i,
                                      field="content", hint=f"put it in a {want} message")
+                has_system = has_system or want == "system"
             if (m.role == "tool") and not m.name:
                 raise CallSchemaError("a tool message needs the tool's name", index=i, field="name",
                                       hint="set name='functions.<tool>' (or tool_call_id of an earlier call)")
-        if conv.options.wants_system and not any(isinstance(m.structured, SystemContent) for m in msgs):
-            msgs = _synthesize(msgs, conv.options)
+            strip = strip or m.call_id is not None or m.intent is not None
+        if not strip and (has_system or not conv.options.wants_system):
+            return conv  # the common case: nothing to rewrite
+        out = list(msgs)
+        if conv.options.wants_system and not has_system:
+            out = _synthesize(out, conv.options)
         # Harmony headers have no call_id / intent (gpt-oss never saw them): dropped, not rendered.
-        msgs = [m.with_(call_id=None, intent=None) if (m.call_id or m.intent) else m for m in msgs]
-        return Conversation(tuple(msgs), conv.options)
+        out = [m.with_(call_id=None, intent=None) if (m.call_id or m.intent) else m for m in out]
+        return Conversation(tuple(out), conv.options)
 
     def is_final(self, m: Message) -> bool:
         return m.channel == "final"  # Harmony: the channel word itself, no 1.x default

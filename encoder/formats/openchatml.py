@@ -64,6 +64,11 @@ class OpenChatML22(Format):
                 raise CallSchemaError("this tool reply does not echo its call's call_id (§8.2)", index=i,
                                       field="call_id", hint="copy call_id from the assistant's tool call")
 
+    def plain_body(self, m: Message) -> str | None:
+        if self._markers_re is not None and m.channel == "analysis" and "<|start_" in m.content:
+            return None  # CoT markers become control ids
+        return super().plain_body(m)
+
     def header_attrs(self, m: Message) -> str:
         return attrs([("to", m.recipient), ("call_id", m.call_id), ("name", m.name), ("intent", m.intent),
                       ("content_type", m.content_type)])

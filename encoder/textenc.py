@@ -1,0 +1,109 @@
+"""Text pieces -> ids for the renderer (the only tokenizer calls a render makes).
+
+Why the split by length: a short piece is cheapest as tiktoken's Python int list (one
+call, appended to a running list); a long one is cheapest as tiktoken's u32 buffer viewed
+as int32 (no Python ints at all, no list -> array copy).  When a render has a lot of long
+text and the tokenizer runs without the GIL, the long pieces are split over a small
+thread pool: the caller encodes one share and the pool the others.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from vocab import Tokenizer
+
+#: characters from which a piece is encoded to a numpy buffer instead of a list
+LONG_TEXT = 256
+#: total characters of long pieces from which threads pay for their hand-off
+PARALLEL_MIN_CHARS = 16384
+_MAX_AUTO_THREADS = 4
+
+_pool_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+_pool_key: tuple[int, int] = (0, 0)  # (pid, workers): a forked child never reuses its parent's dead threads
+
+
+def default_threads() -> int:
+    """``$OCML_NUM_THREADS`` if set, else the usable cores (at most 4)."""
+    env = os.environ.get("OCML_NUM_THREADS")
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            pass
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, _MAX_AUTO_THREADS))
+
+
+def _get_pool(workers: int) -> ThreadPoolExecutor:
+    global _pool, _pool_key
+    key = (os.getpid(), workers)
+    with _pool_lock:
+        if _pool is None or _pool_key != key:
+            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ocml-encode")
+            _pool_key = key
+        return _pool
+
+
+class TextEncoder:
+    """Encodes the text items of render jobs in place."""
+
+    def __init__(self, tokenizer: Tokenizer, threads: int | None = None) -> None:
+        self.tokenizer = tokenizer
+        self.short = tokenizer.encode_text
+        self.long = tokenizer.encode_text_array
+        self.threads = default_threads() if threads is None else max(1, int(threads))
+        self.parallel = tokenizer.gil_free and self.threads > 1
+
+    def encode(self, items: list[Any]) -> None:
+        """Replace every ``str`` in ``items`` by its ids (list for short text, int32 array for long)."""
+        short = self.short
+        long_at: list[int] = []
+        long_chars = 0
+        for k, it in enumerate(items):
+            if type(it) is str:
+                if len(it) < LONG_TEXT:
+                    items[k] = short(it)
+                else:
+                    long_at.append(k)
+                    long_chars += len(it)
+        if not long_at:
+            return
+        if self.parallel and long_chars >= PARALLEL_MIN_CHARS and len(long_at) > 1:
+            self._parallel(items, long_at, long_chars)
+            return
+        enc = self.long
+        for k in long_at:
+            items[k] = enc(items[k])
+
+    def _parallel(self, items: list[Any], long_at: list[int], total: int) -> None:
+        # Contiguous shares of about equal characters; the caller thread takes the first.
+        n = min(self.threads, len(long_at))
+        shares: list[list[int]] = [[] for _ in range(n)]
+        per = total / n
+        acc = 0
+        for k in long_at:
+            shares[min(int(acc / per), n - 1)].append(k)
+            acc += len(items[k])
+        enc = self.long
+
+        def run(texts: Sequence[str]) -> list[np.ndarray]:
+            return [enc(t) for t in texts]
+
+        pool = _get_pool(self.threads - 1)
+        futures = [(ks, pool.submit(run, [items[k] for k in ks])) for ks in shares[1:] if ks]
+        for k, arr in zip(shares[0], run([items[k] for k in shares[0]])):
+            items[k] = arr
+        for ks, fut in futures:
+            for k, arr in zip(ks, fut.result()):
+                items[k] = arr
