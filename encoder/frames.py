@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from .errors import HeaderError, OcmlError, ParseError
 from .events import Delta, Error, Event, MessageEnd, MessageStart, new_delta
-from .headers import Header, parse_header
+from .headers import Header, parse_header, parse_header_cached
 from .messages import Message
 
 TERMINATORS = {"<|end|>": "end", "<|call|>": "call", "<|return|>": "return"}
@@ -69,9 +69,9 @@ class FrameMachine:
             return
         st = self.state
         if st == "content":
-            d = self.add_content(s)
+            self._content.append(s)
             if self._emit is not None:
-                self._emit(d)
+                self._emit(new_delta(s, self.channel, self.visible))
         elif st == "header":
             self._header.append(s)
             self._header_len += len(s)
@@ -152,9 +152,10 @@ class FrameMachine:
         self._prefill = None
 
     def _open(self, position: int) -> None:
-        text = "".join(self._header)
+        hd = self._header
+        text = hd[0] if len(hd) == 1 else "".join(hd)
         try:
-            h = parse_header(text, harmony=self.harmony, role=self._prefill, position=position)
+            h = parse_header_cached(text, self.harmony, self._prefill, position)
         except HeaderError as exc:
             if self.strict:
                 raise
@@ -167,8 +168,9 @@ class FrameMachine:
         self.channel = h.channel
         self.visible = visible(h.channel, h.intent, h.role)
         self.state = "content"
-        self._event(MessageStart(h.role, h.channel, h.recipient, h.call_id, h.name, h.intent, h.content_type,
-                                 h.constrain, position))
+        if self._emit is not None:
+            self._emit(MessageStart(h.role, h.channel, h.recipient, h.call_id, h.name, h.intent, h.content_type,
+                                    h.constrain, position))
 
     def _salvage(self, position: int) -> None:
         text = "".join(self._header)
@@ -198,4 +200,5 @@ class FrameMachine:
         self.state = "expect_start"
         self._h = None
         self._content = []
-        self._event(MessageEnd(msg, reason, position))
+        if self._emit is not None:
+            self._emit(MessageEnd(msg, reason, position))

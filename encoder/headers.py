@@ -18,6 +18,8 @@ _ATTR_KEYS = {"to": "recipient", "call_id": "call_id", "name": "name", "intent":
 _ROLES = ("system", "developer", "user", "assistant", "tool")
 _ROLE_RE = re.compile(r"^(system|developer|user|assistant|tool|functions\.[A-Za-z0-9_.\-]+|[A-Za-z0-9_\-]+\.[A-Za-z0-9_.\-]+)$")
 _SPLIT = re.compile(r"(<\|channel\|>|<\|constrain\|>)")
+# Harmony names a built-in tool's reply by the tool alone ("<|start|>python to=assistant...").
+_HARMONY_TOOL_ROLES = frozenset({"python", "browser", "container"})
 _KNOWN_CTYPES = {"code", "json", "text", "markdown", "html", "yaml", "xml"}
 
 
@@ -54,6 +56,8 @@ def parse_header(text: str, *, harmony: bool, role: str | None = None, position:
     h = Header(role=role)
     if harmony and ":" in role and not role.startswith("functions"):
         h.role, h.name = role.split(":", 1)
+    elif harmony and role in _HARMONY_TOOL_ROLES:
+        h.role, h.name = "tool", role
     elif role not in _ROLES:
         if not _ROLE_RE.match(role):
             raise bad(f"unknown role {role!r}", "role")
@@ -104,3 +108,25 @@ def _attrs(words: list[str], h: Header, bare: list[str], bad) -> None:  # type: 
         if getattr(h, field) is not None and getattr(h, field) != val:
             raise bad(f"{key}= given twice", field)
         setattr(h, field, val)
+
+
+_CACHE: dict[tuple[str, bool, str | None], Header] = {}
+_CACHE_MAX = 4096
+_CACHE_TEXT_MAX = 256
+
+
+def parse_header_cached(text: str, harmony: bool, role: str | None = None, position: int | None = None) -> Header:
+    """``parse_header`` memoised on (text, harmony, role): headers repeat across messages.
+
+    The returned ``Header`` is shared: read it, never mutate it.  Errors are not cached
+    (they carry the position).
+    """
+    key = (text, harmony, role)
+    h = _CACHE.get(key)
+    if h is None:
+        h = parse_header(text, harmony=harmony, role=role, position=position)
+        if len(text) <= _CACHE_TEXT_MAX:
+            if len(_CACHE) >= _CACHE_MAX:
+                _CACHE.clear()
+            _CACHE[key] = h
+    return h

@@ -1,17 +1,25 @@
 """ids -> messages, vectorised where it matters.
 
-Control ids are found with one numpy gather over a per-id kind table; the ordinary
-runs between them are decoded in one ``decode_bytes`` call each.  Controls spelled
-as text (fallback mode) are then found in those bytes by ``TextSplitter`` (escape
-aware, literal-block aware) and everything goes through the shared ``FrameMachine``.
+The per-token work is a few numpy passes over the ids: they are checked (anything
+outside the vocabulary, or a hole in it, becomes one sentinel id), the control /
+special / invalid ids are found (one comparison when all of them sit at the top of the
+vocabulary, else one gather over a per-id kind table), and the ordinary tokens are
+decoded by one gather from a flat byte table in which non-ordinary ids have no bytes,
+so the byte offset of a control is where the run before it ends.  The Python loop runs
+once per control, not per token: each ordinary run is decoded to ``str`` on its own (an
+incomplete UTF-8 sequence before a control becomes U+FFFD there, as in the stream
+decoder).  Controls spelled as text (fallback mode) are found in those bytes by
+``TextSplitter`` (escape aware, literal-block aware) and everything goes through the
+shared ``FrameMachine``.
 """
 
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +30,10 @@ if TYPE_CHECKING:
     from .encoder import Encoder
 
 LITERAL, ENDLITERAL = "<|literal|>", "<|endliteral|>"
+_ENDLITERAL_B = ENDLITERAL.encode()
+_INVALID = "<invalid>"
+_SHIFT = 24
+_LEN_MASK = (1 << _SHIFT) - 1
 
 
 @dataclass
@@ -37,52 +49,76 @@ class TextSplitter:
     def __init__(self, text_controls: Sequence[str]) -> None:
         self.controls = tuple(text_controls)
         alts = sorted(self.controls, key=len, reverse=True)
-        if alts:
-            body = b"|".join(re.escape(c.encode()) for c in alts)
-            # Leftmost match; "<<|x|>" starts one byte before "<|x|>" so the escape wins.
-            self.normal: re.Pattern[bytes] | None = re.compile(b"(<?)(" + body + b")")
+        self.normal: re.Pattern[bytes] | None = None
+        if alts and all(c.startswith("<") for c in alts):
+            # "<(<?)(rest)" has the leftmost semantics of "(<?)(<rest)" (at a "<" the escape
+            # "<" + control is tried first), and its literal first byte lets ``re`` skip
+            # to the next "<" in C instead of trying every alternative at every byte.
+            keys = [c.encode()[1:] for c in alts]
+            self.normal = re.compile(b"<(<?)(" + b"|".join(re.escape(k) for k in keys) + b")")
+        elif alts:
+            keys = [c.encode() for c in alts]
+            self.normal = re.compile(b"(<?)(" + b"|".join(re.escape(k) for k in keys) + b")")
         else:
-            self.normal = None
-        self.literal_end: re.Pattern[bytes] | None = (
-            re.compile(re.escape(ENDLITERAL.encode())) if ENDLITERAL in self.controls else None
-        )
+            keys = []
+        #: group 2 of a match -> the control's name
+        self._names = dict(zip(keys, alts))
+        self.literal_end: bytes | None = _ENDLITERAL_B if ENDLITERAL in self.controls else None
 
-    def split(self, data: bytes, literal: bool) -> tuple[list[tuple[bool, bytes]], bool]:
-        """-> [(is_control, bytes)], literal state after ``data``."""
-        out: list[tuple[bool, bytes]] = []
+    def pieces(self, data: bytes, literal: bool) -> tuple[list[tuple[str | None, bytes]], bool]:
+        """-> [(control name, b"") or (None, text bytes)], literal state after ``data``."""
+        out: list[tuple[str | None, bytes]] = []
         pos = 0
         n = len(data)
+        normal = self.normal
+        names = self._names
         while pos < n:
-            pat = self.literal_end if literal else self.normal
-            m = pat.search(data, pos) if pat is not None else None
-            if m is None:
-                out.append((False, data[pos:]))
-                break
-            if m.start() > pos:
-                out.append((False, data[pos:m.start()]))
             if literal:
-                out.append((True, m.group(0)))
+                end = self.literal_end
+                k = data.find(end, pos) if end is not None else -1
+                if k < 0:
+                    out.append((None, data[pos:]))
+                    break
+                if k > pos:
+                    out.append((None, data[pos:k]))
+                out.append((ENDLITERAL, b""))
                 literal = False
-            elif m.group(1):  # escape: the control's text, one '<' removed
-                out.append((False, m.group(2)))
+                pos = k + len(_ENDLITERAL_B)
+                continue
+            m = normal.search(data, pos) if normal is not None else None
+            if m is None:
+                out.append((None, data[pos:] if pos else data))
+                break
+            start = m.start()
+            if start > pos:
+                out.append((None, data[pos:start]))
+            name = names[m.group(2)]
+            if m.group(1):  # escape: the control's text, one '<' removed
+                out.append((None, name.encode()))
             else:
-                name = m.group(2)
-                out.append((True, name))
-                if name == LITERAL.encode():
+                out.append((name, b""))
+                if name == LITERAL:
                     literal = True
             pos = m.end()
         return out, literal
 
+    def split(self, data: bytes, literal: bool) -> tuple[list[tuple[bool, bytes]], bool]:
+        """-> [(is_control, bytes)], literal state after ``data``."""
+        pieces, literal = self.pieces(data, literal)
+        return [(True, name.encode()) if name is not None else (False, chunk) for name, chunk in pieces], literal
+
     def feed(self, data: bytes, fm: FrameMachine, position: int, literal: bool) -> bool:
         """Split ``data`` and hand the pieces to ``fm``; returns the literal state after it."""
-        pieces, literal = self.split(data, literal)
-        for is_ctl, chunk in pieces:
-            if is_ctl:
-                name = chunk.decode()
-                if name not in (LITERAL, ENDLITERAL):  # literal markers only switch the splitter's mode
-                    fm.control(name, position)
-            else:
+        if not literal and (self.normal is None or b"<" not in data):
+            if data:
+                fm.text(data.decode("utf-8", "replace"), position)
+            return False
+        pieces, literal = self.pieces(data, literal)
+        for name, chunk in pieces:
+            if name is None:
                 fm.text(chunk.decode("utf-8", "replace"), position)
+            elif name != LITERAL and name != ENDLITERAL:  # literal markers only switch the splitter's mode
+                fm.control(name, position)
         return literal
 
 
@@ -93,56 +129,112 @@ class IdParser:
         tok = enc.tokenizer
         self.enc = enc
         self.tok = tok
+        nv = tok.n_vocab
+        self.nv = nv
         table = enc.format.table
-        self.names: list[str] = [""]
-        kind = np.zeros(tok.n_vocab + 1, dtype=np.int16)  # last slot: any invalid id
-        known = set(table.controls) | set(table.markers)
+        self.known = set(table.controls) | set(table.markers)
+        self.markers = frozenset(table.markers)
+        # kind: 0 ordinary, 1 invalid (a hole, or the sentinel ``nv`` any out-of-range id
+        # is clipped to), 2.. the special tokens (names[kind])
+        self.names: list[str] = ["", _INVALID]
+        kind = np.zeros(nv + 1, dtype=np.int16)
         for s, i in tok.specials.items():
-            if 0 <= i < tok.n_vocab:
+            if 0 <= i < nv:
                 self.names.append(s)
                 kind[i] = len(self.names) - 1
-        self.known = known
+        tb = tok.token_bytes_table
+        m = min(len(tb), nv)
+        lens = np.zeros(nv + 1, dtype=np.int64)
+        lens[:m] = np.fromiter((-1 if b is None else len(b) for b in tb[:m]), dtype=np.int64, count=m)
+        hole = np.zeros(nv + 1, dtype=bool)
+        hole[:m] = lens[:m] < 0
+        hole[m:] = True
+        kind[hole & (kind == 0)] = 1
+        lens[kind != 0] = 0  # non-ordinary ids decode to nothing
+        starts = np.zeros(nv + 1, dtype=np.int64)
+        np.cumsum(lens[:-1], out=starts[1:])
+        #: per id: (offset of its bytes in ``flat``) << 24 | their length (one gather per token)
+        if int(lens.max()) > _LEN_MASK or int(starts[-1]) >= 1 << (63 - _SHIFT):
+            raise ValueError("token bytes too long for the parse tables")
+        self.span = (starts << _SHIFT) | lens
+        flat = b"".join([b for b, k in zip(tb[:m], kind[:m].tolist()) if k == 0 and b])
+        self.flat = np.frombuffer(flat, dtype=np.uint8) if flat else np.zeros(1, dtype=np.uint8)
         self.kind = kind
-        self.invalid_kind = len(self.names)
-        self.names.append("<invalid>")
-        kind[tok.n_vocab] = self.invalid_kind
+        # Cut test: when every non-ordinary id is >= lo (and everything from lo up is
+        # non-ordinary), one comparison finds them; else a gather over ``kind``.
+        nz = np.flatnonzero(kind)
+        lo = int(nz[0])
+        self.lo: int | None = lo if bool(np.all(kind[lo:] != 0)) else None
         self.splitter = TextSplitter(enc.format.text_controls)
-        self.markers = frozenset(m for m in table.markers)
 
-    def feed_atoms(self, ids: np.ndarray, fm: FrameMachine) -> None:
-        n = ids.shape[0]
-        safe = np.where((ids >= 0) & (ids < self.tok.n_vocab), ids, self.tok.n_vocab)
-        kinds = self.kind[safe]
-        cuts = np.flatnonzero(kinds)
-        decode = self.tok.decode_bytes
+    def _clipped(self, ids: Any) -> tuple[np.ndarray, Any]:
+        """-> (ids with anything outside the vocabulary set to ``nv``, ids indexable for messages)."""
+        nv = self.nv
+        if type(ids) is list:
+            try:
+                arr = np.frombuffer(array("I", ids), dtype=np.uint32)  # C loop; fails on negatives, huge, non-ints
+            except (OverflowError, TypeError, ValueError):
+                pass
+            else:
+                return np.minimum(arr, nv), ids
+        elif isinstance(ids, np.ndarray) and ids.dtype == np.int32 and ids.ndim == 1:
+            return np.minimum(ids.view(np.uint32), nv), ids  # negatives wrap above nv
+        elif isinstance(ids, np.ndarray) and ids.dtype == np.uint32 and ids.ndim == 1:
+            return np.minimum(ids, nv), ids
+        a = np.asarray(ids, dtype=np.int64)
+        return np.where((a >= 0) & (a < nv), a, nv), a
+
+    def feed_atoms(self, ids: Any, fm: FrameMachine) -> None:
+        arr, orig = self._clipped(ids)
+        n = arr.shape[0]
+        if self.lo is not None:
+            cuts = (arr >= self.lo).nonzero()[0]
+        else:
+            cuts = self.kind[arr].nonzero()[0]
+        # decode: output byte j of token t is flat[offset[t] + j - out_start[t]]
+        span = self.span[arr]
+        lens = span & _LEN_MASK
+        ends = lens.cumsum()  # out_end per token; a control's (0 bytes) = where the run before it ends
+        total = int(ends[-1]) if n else 0
+        if total:
+            span >>= _SHIFT   # offset in ``flat``
+            span -= ends
+            span += lens      # ... minus out_start
+            idx = span.repeat(lens)
+            idx += np.arange(total)
+            data = self.flat[idx].tobytes()
+        else:
+            data = b""
         feed_text = self.splitter.feed
         names = self.names
+        known = self.known
         literal = False
         prev = 0
-        ids_list = ids.tolist()
-        for c in [*cuts.tolist(), n]:
-            if c > prev:
-                literal = feed_text(decode(ids_list[prev:c]), fm, prev, literal)
-            if c == n:
-                break
-            name = names[kinds[c]]
+        bprev = 0
+        for c, k, b in zip(cuts.tolist(), self.kind[arr[cuts]].tolist(), ends[cuts].tolist()):
+            if b > bprev:
+                literal = feed_text(data[bprev:b], fm, prev, literal)
             prev = c + 1
+            bprev = b
+            name = names[k]
             if literal:
                 if name == ENDLITERAL:
                     literal = False
-                elif name == "<invalid>":
-                    fm.error("E-VOCAB-ID", f"id {ids_list[c]} is not in the vocabulary", c)
+                elif k == 1:
+                    fm.error("E-VOCAB-ID", f"id {int(orig[c])} is not in the vocabulary", c)
                 else:
                     fm.text(name, c)  # literal blocks are opaque: a control id inside is its text
                 continue
             if name == LITERAL:
                 literal = True
-            elif name == "<invalid>":
-                fm.error("E-VOCAB-ID", f"id {ids_list[c]} is not in the vocabulary", c)
-            elif name in self.known:
+            elif k == 1:
+                fm.error("E-VOCAB-ID", f"id {int(orig[c])} is not in the vocabulary", c)
+            elif name in known:
                 fm.control(name, c)
             else:
                 fm.special(name, c)
+        if total > bprev:
+            feed_text(data[bprev:] if bprev else data, fm, prev, literal)
         fm.finish(n)
 
 
@@ -157,9 +249,8 @@ def parser_for(enc: Encoder) -> IdParser:
 def parse_ids(enc: Encoder, ids: Sequence[int] | np.ndarray, *, strict: bool = False,
               role: str | None = None, detailed: bool = False) -> list[Message]:
     p = parser_for(enc)
-    arr = np.asarray(ids, dtype=np.int64)
     fm = FrameMachine(harmony=enc.format_name == "harmony", strict=strict, role=role, markers=p.markers)
-    p.feed_atoms(arr, fm)
+    p.feed_atoms(ids, fm)
     if detailed:
         return ParseResult(fm.messages, fm.ends, fm.errors)  # type: ignore[return-value]
     return fm.messages
