@@ -32,15 +32,20 @@ Semantics
   and stops.  If such a token does not terminate a message (e.g. ``<|return|>`` after
   ``<|end|>``, vLLM ``ignore_eos``) the frame error is reported first and the stream
   still stops.  ``stop_ids`` (extra ids: e.g. ``<|endoftext|>`` or ``<|end|>``) stop
-  with ``reason="stop_id"`` after the token has been processed.  ``stop_strings``
-  (user strings, matched over bytes, earliest-ending first) stop with
+  with ``reason="stop_id"`` after the token has been processed.  A stop id is the end of
+  the stream, so a message still open is truncated as by ``finish()``
+  (``E-STREAM-TRUNCATED``, ``MessageEnd(reason="truncated")``, then the ``Stop``) -
+  except what a control stop id opened itself (``<|start|>``: an empty header).
+  ``stop_strings`` (user strings, matched over bytes, earliest-ending first) stop with
   ``reason="stop_string"`` only inside content of a channel in ``stop_channels``
   (default ``("final",)``; a message without channel counts as ``final``; ``None`` =
   every channel); elsewhere they are ordinary text.  The text before a stop string is
-  streamed, the stop string is not, and the message ends with reason ``truncated``
-  (no error: the ``Stop`` event says why).  ``Stop.trailing`` is the number of ids of
-  the fed chunk after the stop token: they are not processed (the caller trims them);
-  later ``feed`` calls return nothing until ``reset()``.
+  streamed; the stop string is not, unless ``include_stop_str_in_output=True`` (vLLM's
+  option: it is streamed as one last ``Delta`` and kept in the message content).  The
+  message ends with reason ``truncated`` (no error: the ``Stop`` event says why).
+  ``Stop.trailing`` is the number of ids of the fed chunk after the stop token: they
+  are not processed (the caller trims them); later ``feed`` calls return nothing until
+  ``reset()``.
 * **Errors**: lenient by default (``Error`` events; the frame machine resynchronises
   at the next ``<|start|>``); ``strict=True`` raises ``encoder.errors.ParseError``
   (``HeaderError`` for a malformed header, as ``Encoder.parse(strict=True)`` does);
@@ -48,15 +53,28 @@ Semantics
   ``finish()`` without a stop inside a message gives ``E-STREAM-TRUNCATED`` and a
   ``MessageEnd(reason="truncated")``.  Invalid ids give ``E-VOCAB-ID``; other special
   ids (``<|endoftext|>``, reserved) ``E-PARSE-STRAY-CONTROL`` - never text.
+* **Outcome** (``dec.status``, for "did the model answer?"): ``running`` until a stop or
+  ``finish()``; then ``truncated`` if the stream ended inside a message or header
+  (``finish()`` / stop id: max tokens, EOS mid-message); else ``tool_call`` if it stopped
+  on a ``<|call|>`` that ended a message; else ``final`` if an assistant ``final`` (or
+  channel-less) message was completed - by ``<|return|>``, ``<|end|>``, or cut by a stop
+  string on purpose; else ``no_final``: every message ended cleanly but none was the
+  answer (e.g. analysis, ``<|end|>``, then EOS / a stop id; or an empty completion).
+  ``dec.final_message`` is the last assistant ``final`` message, or None (with
+  ``truncated`` it may be the cut-off answer).
 * Positions are token indices counted from the last ``reset()``; for text the index of
   the token holding the first byte of the run.
 * Text outside content (headers, stray text between messages) is collected up to the
   next non-text atom and handed to the frame machine in one piece, so errors do not
   depend on chunking.
 
-Cost: the scanner's per-token fast path, then one ``list.append`` plus one ``Delta``
-per ``feed`` call and text run inside content; the frame machine sees only controls
-and header text.  Tables are built once per (encoder, stop strings) and cached.
+Cost: a single-id ``feed`` of an ordinary token inside content, with nothing held back,
+is one table lookup (``Scanner.fast_text``: the token's text, or None when its bytes
+might touch a control / stop string or are an incomplete character), two counter
+updates, one content append and one ``Delta`` - the scanner is not called.  Anything
+else goes through the scanner's own per-token fast path, then one ``Delta`` per ``feed``
+call and text run inside content; the frame machine sees only controls and header
+text.  Tables are built once per (encoder, stop strings) and cached.
 """
 
 from __future__ import annotations
@@ -66,8 +84,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import ParseError
 from ..events import Error, Event, Stop
 from ..frames import MAX_HEADER_CHARS, FrameMachine
+from ..messages import Message
 from .scanner import Control, InvalidId, Scanner, ScannerTables, Special, StopString, Text
 
 if TYPE_CHECKING:
@@ -101,9 +121,11 @@ def tables_for(enc: Encoder, stop_strings: Sequence[str] = ()) -> ScannerTables:
                 control_ids[i] = name
             else:
                 specials.add(i)
+        # Another profile of this encoder already decoded every token: share the strings.
+        shared = next(iter(cache.values()), None)
         t = ScannerTables(tok.token_bytes_table, n, control_ids=control_ids, other_special_ids=specials,
                           text_controls=text_controls, escapable=bool(text_controls), stop_strings=key,
-                          literal_controls=_LITERAL)
+                          literal_controls=_LITERAL, token_text=None if shared is None else shared.token_text)
         cache[key] = t
     return t
 
@@ -113,11 +135,12 @@ class StreamDecoder:
 
     def __init__(self, enc: Encoder, role: str | None = None, *, strict: bool = False,
                  stop_strings: Sequence[str] = (), stop_channels: Iterable[str] | None = ("final",),
-                 stop_ids: Iterable[int] = ()) -> None:
+                 stop_ids: Iterable[int] = (), include_stop_str_in_output: bool = False) -> None:
         self.enc = enc
         self.role = role
         self.strict = strict
         self.stop_strings = tuple(stop_strings)
+        self.include_stop_str_in_output = bool(include_stop_str_in_output)
         self.stop_channels = None if stop_channels is None else frozenset(stop_channels)
         self.stop_ids = frozenset(int(i) for i in stop_ids)
         self.tables = tables_for(enc, self.stop_strings)
@@ -133,11 +156,16 @@ class StreamDecoder:
         self._out: list[Event] = []
         self.fm = FrameMachine(harmony=self._harmony, strict=self.strict, role=self.role,
                                emit=self._out.append, markers=self._markers)
+        self._add = self.fm.add_content
         self.scanner.reset()
         self.stopped: Stop | None = None
         self.finished = False
         self._done = False
+        self._truncated = False        # the stream ended (finish / stop id) inside a message
         self._scan = self.scanner.feed
+        # The lean per-token path's table (Scanner.fast_text) while it applies: open content,
+        # nothing held by the scanner, not done; else None.  Refreshed after every slow feed.
+        self._ft: list[str | None] | None = None
         self._buf: list[str] = []      # text outside content, up to the next boundary
         self._buf_len = 0
         self._buf_pos = 0
@@ -152,27 +180,67 @@ class StreamDecoder:
     def errors(self) -> list[Error]:
         return self.fm.errors
 
+    @property
+    def status(self) -> str:
+        """How the turn ended: ``running`` | ``final`` | ``tool_call`` | ``no_final`` | ``truncated``.
+
+        See the module docstring ("Outcome").
+        """
+        if not self._done:
+            return "running"
+        if self._truncated:
+            return "truncated"
+        st = self.stopped
+        ends = self.fm.ends
+        if st is not None and st.reason == "call" and ends and ends[-1] == "call":
+            return "tool_call"
+        return "final" if self.final_message is not None else "no_final"
+
+    @property
+    def final_message(self) -> Message | None:
+        """The last assistant message on the ``final`` channel (or without one), if any; cut off if ``truncated``."""
+        for m in reversed(self.fm.messages):
+            if m.role == "assistant" and (m.channel is None or m.channel == "final"):
+                return m
+        return None
+
     def feed(self, ids: Sequence[int] | np.ndarray | int) -> list[Event]:
         """Scan ``ids``; return the events they made certain."""
-        if self._done:
-            return []
         if type(ids) is not list:
             if isinstance(ids, (int, np.integer)):
                 ids = [int(ids)]
             else:
                 ids = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
+        ft = self._ft
+        if ft is not None and len(ids) == 1:
+            # Lean path (token-by-token streaming): an ordinary token inside content whose
+            # bytes cannot touch a pattern and decode on their own, with nothing held.  The
+            # scanner would return exactly Text(ft[id]); skip it and only advance its counters
+            # (Scanner.advance_text, inlined: this is the whole per-token cost).
+            try:
+                text = ft[ids[0]]
+            except (IndexError, TypeError):
+                text = None
+            if text is not None:
+                sc = self.scanner
+                if sc._run_tok < 0:
+                    sc._run_tok = sc._index
+                sc._index += 1
+                return [self._add(text)]
+        if self._done:
+            return []
+        self._ft = None  # stays None if the slow path raises (strict)
         atoms = self._scan(ids)
         if not atoms:
-            return []
-        if len(atoms) == 1:
-            # Common path: one text piece inside the current message's content.
-            a = atoms[0]
-            if type(a) is Text and self.fm.state == "content":
-                return [self.fm.add_content(a.text)]
-        self._atoms(atoms, None)
-        out = self._out
-        res = out[:]
-        out.clear()
+            res: list[Event] = []
+        elif len(atoms) == 1 and type(atoms[0]) is Text and self.fm.state == "content":
+            res = [self._add(atoms[0].text)]  # one text piece inside the current content
+        else:
+            self._atoms(atoms, None)
+            out = self._out
+            res = out[:]
+            out.clear()
+        self._ft = self.scanner.fast_text if (self.fm.state == "content" and not self._done) else None
         return res
 
     def finish(self) -> list[Event]:
@@ -180,10 +248,11 @@ class StreamDecoder:
         if self._done:
             return []
         end = self.scanner.index
+        self._ft = None
         self._atoms(self.scanner.finish(), end)
         if self.stopped is None:
             self._flush()
-            self.fm.finish(end)
+            self._end_stream(end)
         self.finished = True
         self._done = True
         out = self._out
@@ -206,6 +275,8 @@ class StreamDecoder:
             if type(a) is StopString:
                 if fm.state == "content":
                     if self._stoppable():
+                        if self.include_stop_str_in_output:
+                            out.append(fm.add_content(a.text))  # vLLM's option: the stop text is content
                         fm.close("truncated", a.token_index)
                         self._stop("stop_string", a.text, a.token_index, end)
                         return
@@ -232,11 +303,19 @@ class StreamDecoder:
                         self._stop(reason, name, i, end)
                         return
                     if a.via_id and self.stop_ids and self.enc.tokenizer.specials.get(name) in self.stop_ids:
+                        # The control itself was processed: after <|end|> nothing is open, and
+                        # a <|start|> stop id opened an empty header - not a truncation.  Only
+                        # a control that leaves content open (a CoT marker) truncates it.
+                        if fm.state == "content":
+                            self._end_stream(i)
                         self._stop("stop_id", name, i, end)
                         return
             elif type(a) is Special:
                 name = self._names.get(a.token_id, f"<special {a.token_id}>")
                 if a.token_id in self.stop_ids:
+                    # A stop id is the sampler's end of stream: a message still open is
+                    # truncated exactly as finish() would truncate it.
+                    self._end_stream(i)
                     self._stop("stop_id", name, i, end)
                     return
                 fm.special(name, i)
@@ -280,7 +359,21 @@ class StreamDecoder:
             self._buf_len = 0
             self.fm.text(s, self._buf_pos)
 
+    def _end_stream(self, pos: int) -> None:
+        """The stream ends here: the frame machine truncates an open message (E-STREAM-TRUNCATED)."""
+        self._flush()
+        fm = self.fm
+        n = len(fm.errors)
+        try:
+            fm.finish(pos)
+        except ParseError:  # strict: the caller gets the exception, status still says why
+            self._truncated = True
+            self._done = True
+            raise
+        self._truncated = any(e.code == "E-STREAM-TRUNCATED" for e in fm.errors[n:])
+
     def _stop(self, reason: str, token: str | None, pos: int, end: int | None) -> None:
+        self._ft = None
         self._flush()
         if end is None:
             end = self.scanner.index

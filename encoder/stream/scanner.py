@@ -109,9 +109,13 @@ the DFA state after the token read from the root if the token is ordinary
 and holds no match, else -1.  On the common path (state at the root,
 ordinary token, no match inside) a token costs one list lookup and one
 append; only tokens that start in a non-root state or contain a match walk
-their bytes.  The tables are built vectorised with numpy (only tokens that
-contain a byte that can leave the root are simulated), well under 0.5 s for
-a 200k vocabulary.  ``bench()`` measures µs/token.
+their bytes.  ``fast_text[token]`` is the token's text when ``fast[token]
+== 0`` and its bytes are complete UTF-8 (else None): one lookup serves a
+single-id ``feed`` (token-by-token streaming) with no byte work at all, and
+the stream decoder uses the same table for its own lean path.  The tables are
+built vectorised with numpy (only tokens that contain a byte that can leave
+the root are simulated) plus one decode per token, about 0.15 s for a 200k
+vocabulary.  ``bench()`` measures µs/token.
 """
 
 from __future__ import annotations
@@ -120,7 +124,7 @@ import codecs
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Optional, Sequence, Union
+from typing import Callable, Iterable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -135,6 +139,7 @@ __all__ = [
     "Text",
     "bench",
     "coalesce",
+    "token_texts",
 ]
 
 
@@ -196,11 +201,40 @@ _set_text_index = Text.__dict__["token_index"].__set__
 _new = object.__new__
 
 
-def _new_text(text: str, token_index: int) -> Text:
+def _new_text_setters(text: str, token_index: int) -> Text:
     t = _new(Text)
     _set_text(t, text)
     _set_text_index(t, token_index)
     return t
+
+
+class _TextBuilder:
+    """Same slots as ``Text``, mutable: two plain stores then a ``__class__``
+    assignment (identical layouts) beat the two descriptor setters."""
+
+    __slots__ = Text.__slots__
+
+
+def _new_text_retype(text: str, token_index: int) -> Text:
+    t = _TextBuilder()
+    t.text = text  # type: ignore[attr-defined]
+    t.token_index = token_index  # type: ignore[attr-defined]
+    t.__class__ = Text  # type: ignore[assignment]
+    return t  # type: ignore[return-value]
+
+
+def _pick_new_text() -> Callable[[str, int], Text]:
+    # The retyping builder only where the interpreter accepts it and it is exact.
+    try:
+        t = _new_text_retype("t", 1)
+        if type(t) is Text and t == Text("t", 1) and hash(t) == hash(Text("t", 1)):
+            return _new_text_retype
+    except TypeError:
+        pass
+    return _new_text_setters
+
+
+_new_text: Callable[[str, int], Text] = _pick_new_text()
 
 
 def coalesce(atoms: Iterable[Atom]) -> list[Atom]:
@@ -246,12 +280,13 @@ class _Mode:
     longest one ending there) or -1; ``depth[s]`` the holdback in state ``s``.
     """
 
-    __slots__ = ("delta", "out", "depth", "pats", "fast", "n_states", "max_pattern")
+    __slots__ = ("delta", "out", "depth", "pats", "fast", "fast_text", "n_states", "max_pattern")
 
     def __init__(
         self,
         patterns: list[tuple[bytes, int, object]],
         tok: "_TokenArrays",
+        token_text: list[Optional[str]],
     ) -> None:
         delta_np, out, depth = _build_automaton(patterns)
         self.n_states: int = len(depth)
@@ -267,6 +302,32 @@ class _Mode:
         # raises IndexError, which the feed loop catches.  Both then take the
         # slow path, which reports InvalidId.
         self.fast: list[int] = fast.tolist() + [-1] * len(fast)
+        # fast_text[token]: the token's text if reading it from the root with
+        # nothing held (no UTF-8 carry) just appends that text: fast[token] == 0
+        # and its bytes are complete, valid UTF-8.  None: take the byte path.
+        # One lookup answers "ordinary, no match, no holdback, decodes alone",
+        # which is what the single-id fast paths (here and in the decoder)
+        # need; the strings are shared with ``token_text`` (one copy per vocab).
+        # Same negative-id sentinel half as ``fast``.
+        self.fast_text: list[Optional[str]] = [
+            t if f == 0 else None for t, f in zip(token_text, self.fast)
+        ] + [None] * len(fast)
+
+
+def token_texts(token_bytes: Sequence[Optional[bytes]]) -> list[Optional[str]]:
+    """``str`` of each token whose bytes are complete, valid UTF-8; else None.
+
+    Built once per vocabulary (~60 ms for 200k tokens) and shareable between
+    ``ScannerTables`` of the same vocabulary (``token_text=``).
+    """
+    out: list[Optional[str]] = [None] * len(token_bytes)
+    for i, b in enumerate(token_bytes):
+        if b:
+            try:
+                out[i] = b.decode("utf-8")
+            except UnicodeDecodeError:
+                pass  # a fragment of a character: needs the incremental decoder
+    return out
 
 
 def _build_automaton(
@@ -395,6 +456,10 @@ class ScannerTables:
     auto_literal:
         Switch to/from literal mode automatically at the open/close control
         (exact at the byte).  If false, call ``Scanner.set_literal``.
+    token_text:
+        ``token_texts(token_bytes)`` of this same vocabulary, ``n_vocab``
+        entries, to share the decoded strings between profiles (built if
+        omitted).  Entries of non-ordinary ids are never used.
     """
 
     def __init__(
@@ -409,6 +474,7 @@ class ScannerTables:
         stop_strings: Sequence[str] = (),
         literal_controls: Optional[tuple[str, str]] = _DEFAULT_LITERAL,
         auto_literal: bool = True,
+        token_text: Optional[list[Optional[str]]] = None,
     ) -> None:
         t0 = time.perf_counter()
         control_ids = dict(control_ids or {})
@@ -462,16 +528,22 @@ class ScannerTables:
         self._tb: list[bytes] = tb
         self._kind: list[int] = kind.tolist()
         arrays = _TokenArrays(tb, kind)
+        if token_text is None:
+            token_text = token_texts(tb)
+        elif len(token_text) != n_vocab:
+            raise ValueError(f"token_text has {len(token_text)} entries but n_vocab={n_vocab}")
+        #: ``token_texts(token_bytes)`` (pass it to another profile's tables to share it).
+        self.token_text: list[Optional[str]] = token_text
 
         normal: list[tuple[bytes, int, object]] = [(c.encode(), _P_CONTROL, c) for c in text_controls]
         if escapable:
             normal += [(b"<" + c.encode(), _P_ESCAPE, c.encode()) for c in text_controls]
         normal += [(s.encode(), _P_STOP, s) for s in stop_strings]
-        self.normal: _Mode = _Mode(normal, arrays)
+        self.normal: _Mode = _Mode(normal, arrays, token_text)
         literal: list[tuple[bytes, int, object]] = []
         if self.literal_close is not None and self.literal_close in text_controls:
             literal.append((self.literal_close.encode(), _P_CONTROL, self.literal_close))
-        self.literal: Optional[_Mode] = _Mode(literal, arrays) if self.literal_close is not None else None
+        self.literal: Optional[_Mode] = _Mode(literal, arrays, token_text) if self.literal_close is not None else None
         #: Upper bound of ``Scanner.pending`` (AC holdback + incomplete UTF-8).
         self.max_pending: int = max(self.normal.max_pattern - 1, 0) + 3
         #: Seconds spent building these tables (reported by benchmarks).
@@ -534,30 +606,65 @@ class Scanner:
         """Number of ids fed since the last reset (the next token's index)."""
         return self._index
 
+    @property
+    def fast_text(self) -> Optional[list[Optional[str]]]:
+        """The current mode's ``fast_text`` table if nothing is held, else None.
+
+        While it is not None, feeding one id ``t`` with ``fast_text[t]`` not
+        None only emits that text: a caller may skip ``feed`` and do
+        ``advance_text()`` itself (the stream decoder inlines it).
+        """
+        if self._state or self._carry:
+            return None
+        return self._mt.fast_text
+
+    def advance_text(self) -> int:
+        """Account for one token consumed through ``fast_text``; returns the run index."""
+        rt = self._run_tok
+        if rt < 0:
+            rt = self._run_tok = self._index
+        self._index += 1
+        return rt
+
     # -- public API --------------------------------------------------------
 
     def feed(self, ids: Sequence[int]) -> list[Atom]:
         """Scan ``ids``; return the atoms they made certain."""
         if type(ids) is not list:
             ids = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
-        elif len(ids) == 1 and not self._state and not self._carry:
-            # Token-by-token streaming: one ordinary token read from the
-            # root with nothing held.  If it ends in ASCII no character can
-            # be left incomplete, so it decodes on its own: the same result
-            # as the general loop below at about half the cost.
+        elif len(ids) == 1 and not self._state:
+            # Token-by-token streaming, one token read from the root: the
+            # general loop below, specialised (same result, less overhead).
             tok = ids[0]
+            carry = self._carry
+            if not carry:
+                # fast_text has the token's text iff it is ordinary, holds no
+                # match, ends at the root and is complete UTF-8 on its own.
+                try:
+                    text = self._mt.fast_text[tok]
+                except (IndexError, TypeError):
+                    text = None
+                if text is not None:
+                    rt = self._run_tok
+                    if rt < 0:
+                        rt = self._run_tok = self._index
+                    self._index += 1
+                    return [_new_text(text, rt)]
             try:
                 ns = self._mt.fast[tok]
             except IndexError:
                 ns = -1
             if ns == 0:
-                b = self.tables._tb[tok]
-                if b[-1] < 0x80:
-                    rt = self._run_tok
-                    if rt < 0:
-                        rt = self._run_tok = self._index
-                    self._index += 1
-                    return [_new_text(b.decode("utf-8", "replace"), rt)]
+                # Ordinary and back at the root, but a character is split: a
+                # piece of it (emoji / CJK byte tokens) or the carry completed.
+                rt = self._run_tok
+                if rt < 0:
+                    rt = self._run_tok = self._index
+                self._index += 1
+                data = carry + self.tables._tb[tok] if carry else self.tables._tb[tok]
+                text, n = _utf8_decode(data, "replace", False)
+                self._carry = data[n:]
+                return [_new_text(text, rt)] if text else []
         atoms: list[Atom] = []
         tb = self.tables._tb
         mt = self._mt
