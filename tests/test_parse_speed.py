@@ -35,7 +35,8 @@ ENCODERS = {
     "harmony-fallback": lambda: encoder.Encoder("harmony", tokenizer="o200k_base"),
     "ocm22": lambda: encoder.Encoder("openchatml-2.2"),
     "ocm22-fallback": lambda: encoder.Encoder("openchatml-2.2", tokenizer="o200k_base"),
-    "ocm22-cl100k": lambda: encoder.Encoder("openchatml-2.2", tokenizer=vocab.load("cl100k_base", register="openchatml-2.2")),
+    "ocm22-cl100k": lambda: encoder.Encoder("openchatml-2.2",
+                                            tokenizer=vocab.load("cl100k_base", register="openchatml-2.2")),
     "ocm20-fallback": lambda: encoder.Encoder("openchatml-2.0", tokenizer="cl100k_base"),
 }
 _cache: dict[str, encoder.Encoder] = {}
