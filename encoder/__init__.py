@@ -10,12 +10,13 @@ from __future__ import annotations
 from .adapters import to_conversation
 from .encoder import Batch, Encoder
 from .errors import OcmlError
+from .interchange import to_interchange
 from .masks import MaskPolicy
 from .messages import Conversation, CotPolicy, Message, Mode, Options
 from .render import RenderResult
 
 __all__ = [
     "Batch", "Conversation", "CotPolicy", "Encoder", "MaskPolicy", "Message", "Mode", "OcmlError", "Options",
-    "RenderResult", "to_conversation",
+    "RenderResult", "to_conversation", "to_interchange",
 ]
 

@@ -211,8 +211,9 @@ def _message(raw: Mapping[str, Any], index: int, call_names: dict[str, str]) -> 
     calls = raw.get("tool_calls") or []
     single = raw.get("tool_call")
     if single:
+        # §10: a faithful projection; no content_type means no <|constrain|> (nothing invented).
         calls = [*calls, {"id": single.get("id"), "recipient": single.get("recipient"),
-                          "content_type": single.get("content_type"), "arguments": single.get("arguments")}]
+                          "content_type": single.get("content_type") or "", "arguments": single.get("arguments")}]
     if role != "assistant" or (thinking is None and not calls):
         return [base]
     out: list[Message] = []
@@ -220,7 +221,7 @@ def _message(raw: Mapping[str, Any], index: int, call_names: dict[str, str]) -> 
         if not isinstance(thinking, str):
             raise InputError("thinking / reasoning_content must be a string", index=index, field="thinking")
         out.append(Message(role="assistant", content=thinking, channel="analysis", train=train))
-    if text or parts or not calls:
+    if text or parts or not (calls or raw.get("content") is None):  # thinking alone: no empty answer
         channel = base.channel or ("commentary" if calls else "final")
         intent = base.intent or ("preamble" if calls and channel == "commentary" else None)
         out.append(base.with_(channel=channel, intent=intent))
@@ -248,9 +249,9 @@ def _call(call: Any, index: int, k: int, train: bool | None, call_names: dict[st
         # Dict arguments are serialised once (never double-encoded, unlike the gpt-oss HF template).
         args = json.dumps(args, ensure_ascii=False)
     ctype = call.get("content_type")
-    constrain = "json"
+    constrain: str | None = "json"  # OpenAI tool_calls carry JSON arguments
     if isinstance(ctype, str):
-        constrain = ctype[len(CONSTRAIN_PREFIX):] if ctype.startswith(CONSTRAIN_PREFIX) else ctype
+        constrain = (ctype[len(CONSTRAIN_PREFIX):] if ctype.startswith(CONSTRAIN_PREFIX) else ctype) or None
     call_id = call.get("id")
     if call_id is not None:
         call_names[call_id] = recipient

@@ -171,6 +171,18 @@ class Encoder:
 
         return parse_ids(self, ids, strict=strict, role=role)
 
+    def to_interchange(self, ids: Sequence[int] | np.ndarray, *, role: str | None = "assistant",
+                       strict: bool = False) -> list[dict[str, Any]]:
+        """Completion ids -> OpenChatML 2.2 §10 JSON objects (content, thinking, tool_call, intent).
+
+        ``role``: the prefilled ``<|start|>ROLE`` (None when the ids start with ``<|start|>``).
+        Only calls that ended in ``<|call|>`` become ``tool_call``.  For messages you already
+        have: ``encoder.interchange.to_interchange(messages)``.
+        """
+        from .interchange import parse_interchange
+
+        return parse_interchange(self, ids, role=role, strict=strict)
+
     def to_text(self, conversation: Any, mode: Mode | str = "history", *, cot: CotPolicy | str | None = "keep-all",
                 header: bool = True) -> str:
         from .transcript import to_text

@@ -54,13 +54,9 @@ def read_back(objs) -> list[Message]:
 
 
 def same_read(objs, msgs) -> bool:
-    """Reading the projection gives ``msgs`` back.  One allowance: the adapters assume
-    ``<|constrain|>json`` for a §10 ``tool_call`` without ``content_type`` (a faithful reader
-    would not; both are accepted so this holds either way)."""
-    got = read_back(objs)
-    return len(got) == len(msgs) and all(
-        g == m or (m.recipient is not None and m.constrain is None and g == m.with_(constrain="json"))
-        for g, m in zip(got, msgs))
+    """Reading the projection gives exactly ``msgs`` back (a §10 ``tool_call`` without
+    ``content_type`` reads as no ``<|constrain|>``: nothing invented)."""
+    return read_back(objs) == list(msgs)
 
 
 # -- spec examples --------------------------------------------------------------------
@@ -316,3 +312,10 @@ def test_generated_conversations_round_trip(fmt):
         assert same_read(objs, res.messages)
         for turn in assistant_turns(res.messages):
             assert same_read(to_interchange(turn), turn)
+
+
+def test_thinking_alone_reads_as_one_analysis_message():
+    msgs = read_back([{"role": "assistant", "thinking": "hmm"}])
+    assert [(m.channel, m.content) for m in msgs] == [("analysis", "hmm")]
+    call = read_back([{"role": "assistant", "tool_call": {"recipient": "functions.f", "arguments": "{}"}}])
+    assert [(m.recipient, m.constrain) for m in call] == [("functions.f", None)]
