@@ -70,8 +70,8 @@ class Encoder:
     ``tokenizer``: a ``vocab.Tokenizer``, a name for ``vocab.load`` (loaded as is: a
     base name without registration means fallback mode), or None for the format's
     default (controls registered).  ``threads``: how many threads may encode the long
-    text of one render or batch chunk (default ``$OCML_NUM_THREADS`` or the usable
-    cores, at most 4; 1 = never start a thread).
+    text of one render or batch chunk (default ``$OCML_NUM_THREADS`` or 1 = never start
+    a thread; see ``encoder.textenc``).
     """
 
     def __init__(

@@ -178,14 +178,14 @@ class Renderer:
         for it in items:
             if type(it) is ndarray:
                 if run:
-                    parts.append(np.array(run, dtype=np.int32))
+                    parts.append(np.fromiter(run, dtype=np.int32, count=len(run)))  # 2x np.array
                     run = []
                 parts.append(it)
             else:
                 run += it
         lens = [len(it) for it in items]
         if run or not parts:
-            parts.append(np.array(run, dtype=np.int32))
+            parts.append(np.fromiter(run, dtype=np.int32, count=len(run)))  # 2x np.array
         ids = parts[0] if len(parts) == 1 else np.concatenate(parts)
         lens_arr = np.array(lens, dtype=np.int64)
         mask = np.array(train, dtype=bool).repeat(lens_arr)

@@ -44,6 +44,7 @@ class TiktokenTokenizer(Tokenizer):
                 return _fb(text)
 
         self.encode_text = encode_text  # type: ignore[method-assign]
+        self._encode_raw = core.encode_ordinary
 
         # Long text: tiktoken's u32 buffer viewed as int32, no Python ints on the way.  With
         # nothing allowed, ``encode`` equals ``encode_ordinary`` (a special's text is ordinary
@@ -64,6 +65,10 @@ class TiktokenTokenizer(Tokenizer):
         raise NotImplementedError
 
     gil_free = True
+
+    @property
+    def encode_text_raw(self) -> Any:
+        return self._encode_raw
 
     def encode_text_array(self, text: str) -> np.ndarray:  # replaced per instance in __init__
         raise NotImplementedError

@@ -39,6 +39,12 @@ class Tokenizer(ABC):
         enc = self.encode_text
         return [enc(t) for t in texts]
 
+    @property
+    def encode_text_raw(self) -> Any:
+        """``encode_text`` minus its safety wrapper, for hot loops: may raise
+        ``UnicodeEncodeError`` on lone surrogates, where the caller retries ``encode_text``."""
+        return self.encode_text
+
     #: True when ``encode_text_array`` runs without the GIL, so a thread pool scales it
     gil_free: bool = False
 
