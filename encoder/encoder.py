@@ -201,10 +201,11 @@ class Encoder:
 
         return stop_ids(self, mode)
 
-    def stop_strings(self) -> list[str]:
+    def stop_strings(self, mode: str = "assistant") -> list[str]:
+        """Stop controls spelled as text (fallback mode): for samplers' string stops."""
         from .stops import stop_strings
 
-        return stop_strings(self)
+        return stop_strings(self, mode)
 
     def decoder(self, role: str | None = None, **kw: Any) -> Any:
         from .stream.decoder import StreamDecoder

@@ -1,10 +1,13 @@
 """What a sampler stops on, for each format and tokenizer.
 
-An assistant turn ends at ``<|return|>`` (final answer) or ``<|call|>`` (tool call);
-``<|end|>`` ends a *message* but generation goes on (analysis -> final), so it is not a
-stop in the default ``mode="assistant"`` (stopping there gives empty answers after the
-analysis message; see the decoding note, failure #25).  ``mode="all"`` adds
-``<|end|>`` for callers that want every message boundary.
+The stop controls are data (``stops`` in ``vocab/data/tokens/<format>.json``), so every
+format has them, renderable or not.  In Harmony / OpenChatML an assistant turn ends at
+``<|return|>`` (final answer) or ``<|call|>`` (tool call); ``<|end|>`` ends a *message*
+but generation goes on (analysis -> final), so it is not a stop in the default
+``mode="assistant"`` (stopping there gives empty answers after the analysis message; see
+the decoding note, failure #25).  ``mode="all"`` adds ``<|end|>`` for callers that want
+every message boundary.  Every function takes an ``Encoder``, or a format name plus an
+optional tokenizer (default: the format's own).
 
 Registered controls stop by id (``stop_ids``); controls the tokenizer does not have
 (fallback mode, the control is spelled as ordinary text) stop by string
@@ -16,52 +19,64 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from vocab import Tokenizer, UnknownNameError, canonical_format, control_table
+
 if TYPE_CHECKING:
     from .encoder import Encoder
 
 __all__ = ["hf_stopping_criteria", "stop_ids", "stop_strings", "stop_tokens", "vllm_sampling_kwargs"]
 
-_ASSISTANT = ("<|return|>", "<|call|>")
-_ALL = ("<|return|>", "<|call|>", "<|end|>")
+def _format_and_tokenizer(enc: Encoder | str, tokenizer: Tokenizer | None) -> tuple[str, Tokenizer]:
+    if isinstance(enc, str):
+        if tokenizer is None:
+            from .encoder import default_tokenizer
+
+            tokenizer = default_tokenizer(canonical_format(enc))
+        return canonical_format(enc), tokenizer
+    return enc.format_name, enc.tokenizer if tokenizer is None else tokenizer
 
 
-def stop_tokens(enc: Encoder, mode: str = "assistant") -> tuple[str, ...]:
-    """The stop controls of ``enc``'s format for ``mode`` ("assistant" or "all")."""
-    if mode == "assistant":
-        names = _ASSISTANT
-    elif mode == "all":
-        names = _ALL
-    else:
-        from vocab import UnknownNameError
+def stop_tokens(enc: Encoder | str, mode: str = "assistant") -> tuple[str, ...]:
+    """The stop controls of a format (an ``Encoder`` or a format name) for ``mode``.
 
-        raise UnknownNameError(f"unknown stop mode {mode!r}", field="mode", hint="'assistant' or 'all'")
-    controls = set(enc.format.table.controls)
-    return tuple(n for n in names if n in controls)
+    Data, not code: ``stops`` in ``vocab/data/tokens/<format>.json``.  ``"assistant"``
+    ends the model's turn (Harmony / OpenChatML: ``<|return|>``, ``<|call|>``; ChatML:
+    ``<|im_end|>``; Apertus: ``<|assistant_end|>``, ``<|tools_suffix|>``); ``"all"`` adds
+    the other boundaries (``<|end|>``...).
+    """
+    table = control_table(enc if isinstance(enc, str) else enc.format_name)
+    if mode not in table.stops:
+        raise UnknownNameError(f"unknown stop mode {mode!r}", field="mode",
+                               hint="one of: " + ", ".join(table.stops))
+    return table.stops[mode]
 
 
-def stop_ids(enc: Encoder, mode: str = "assistant") -> list[int]:
-    """Registered ids of the stop controls (``<|return|>``, ``<|call|>``; ``mode="all"`` adds ``<|end|>``)."""
+def stop_ids(enc: Encoder | str, mode: str = "assistant", tokenizer: Tokenizer | None = None) -> list[int]:
+    """Registered ids of the stop controls; a format name works for formats ocml cannot
+    render yet (``stop_ids("apertus", tokenizer=vocab.from_hf(...))``)."""
+    _, tok = _format_and_tokenizer(enc, tokenizer)
     out: list[int] = []
     for name in stop_tokens(enc, mode):
-        i = enc.tokenizer.control_id(name)  # None exactly for the text controls (fallback)
-        if i is not None and 0 <= i < enc.tokenizer.n_vocab:
+        i = tok.control_id(name)  # None exactly for the text controls (fallback)
+        if i is not None and 0 <= i < tok.n_vocab:
             out.append(i)
     return out
 
 
-def stop_strings(enc: Encoder, mode: str = "assistant") -> list[str]:
+def stop_strings(enc: Encoder | str, mode: str = "assistant", tokenizer: Tokenizer | None = None) -> list[str]:
     """Text spellings of the stop controls that are **not** registered (fallback mode)."""
-    text = set(enc.format.text_controls)
-    return [n for n in stop_tokens(enc, mode) if n in text]
+    _, tok = _format_and_tokenizer(enc, tokenizer)
+    return [n for n in stop_tokens(enc, mode) if tok.control_id(n) is None]
 
 
-def vllm_sampling_kwargs(enc: Encoder, mode: str = "assistant") -> dict[str, Any]:
+def vllm_sampling_kwargs(enc: Encoder | str, mode: str = "assistant",
+                         tokenizer: Tokenizer | None = None) -> dict[str, Any]:
     """``SamplingParams(**kw)`` fields: ``stop_token_ids`` and ``stop`` (strings).
 
     The stop strings only exist in fallback mode; vLLM trims them from the output
     unless ``include_stop_str_in_output=True``.
     """
-    return {"stop_token_ids": stop_ids(enc, mode), "stop": stop_strings(enc, mode)}
+    return {"stop_token_ids": stop_ids(enc, mode, tokenizer), "stop": stop_strings(enc, mode, tokenizer)}
 
 
 def _make_criteria_class(base: type) -> type:
@@ -120,7 +135,7 @@ def _make_criteria_class(base: type) -> type:
     return OcmlStoppingCriteria
 
 
-def hf_stopping_criteria(enc: Encoder, mode: str = "assistant") -> Any:
+def hf_stopping_criteria(enc: Encoder | str, mode: str = "assistant", tokenizer: Tokenizer | None = None) -> Any:
     """A ``transformers.StoppingCriteria`` for ``generate(stopping_criteria=[...])``.
 
     transformers (and torch) are imported lazily; when either is missing the
@@ -136,4 +151,5 @@ def hf_stopping_criteria(enc: Encoder, mode: str = "assistant") -> Any:
     except Exception:
         pass
     cls = _make_criteria_class(base)
-    return cls(stop_ids(enc, mode), stop_strings(enc, mode), enc.tokenizer.decode_bytes)
+    _, tok = _format_and_tokenizer(enc, tokenizer)
+    return cls(stop_ids(enc, mode, tok), stop_strings(enc, mode, tok), tok.decode_bytes)

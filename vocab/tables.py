@@ -38,6 +38,9 @@ class ControlTable:
     # Ids a format's own tokenizer uses (Apertus); informative, checked by from_hf.
     native_ids: dict[str, int] = field(default_factory=dict)
     default_encoding: str = "o200k_base"
+    # What a sampler stops on, per stop mode ("assistant": end of the model's turn; "all":
+    # every boundary the format has).
+    stops: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def all_tokens(self) -> tuple[str, ...]:
@@ -69,6 +72,10 @@ def control_table(format_name: str) -> ControlTable:
     name = canonical_format(format_name)
     raw = json.loads(resources.files("vocab").joinpath("data", "tokens", f"{name}.json").read_text("utf-8"))
     reserved = raw.get("reserved")
+    stops = {mode: tuple(names) for mode, names in raw.get("stops", {}).items()}
+    stray = {n for names in stops.values() for n in names} - set(raw["controls"])
+    if stray:  # a broken data file must not become a silent no-stop sampler
+        raise ValueError(f"{name}.json: stops {sorted(stray)} are not controls of the format")
     return ControlTable(
         format=name,
         controls=tuple(raw["controls"]),
@@ -77,4 +84,5 @@ def control_table(format_name: str) -> ControlTable:
         reserved=(reserved["template"], reserved["first"], reserved["last"]) if reserved else None,
         native_ids=dict(raw.get("native_ids", {})),
         default_encoding=raw.get("default_encoding", "o200k_base"),
+        stops=stops,
     )
