@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .errors import InputError
-from .messages import Conversation, Message, Options
+from .messages import Conversation, Message, Options, new_message
 
 CONSTRAIN_PREFIX = "<|constrain|>"
 _CANONICAL = {"role", "content", "channel", "recipient", "to", "call_id", "name", "intent", "content_type",
@@ -166,8 +166,8 @@ def _message(raw: Mapping[str, Any], index: int, call_names: dict[str, str]) -> 
         else:
             role = raw.get("role")
             if role and role != "tool":
-                return [Message(role, raw.get("content", ""), raw.get("channel") or None, raw.get("recipient"),
-                                None, raw.get("name"))]
+                return [new_message(role, raw.get("content", ""), raw.get("channel") or None, raw.get("recipient"),
+                                    None, raw.get("name"))]
     role = raw.get("role")
     if not isinstance(role, str) or not role:
         raise InputError("message has no role", index=index, field="role",

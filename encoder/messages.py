@@ -10,6 +10,8 @@ from dataclasses import dataclass, field, fields, replace
 from enum import Enum
 from typing import Any
 
+from .fastinit import fast_constructor
+
 
 class Mode(str, Enum):
     TRAIN = "train"      # supervised target: last assistant final ends with <|return|>
@@ -72,6 +74,10 @@ class Message:
                 val = list(val)
             out[f.name] = val
         return out
+
+
+#: ``Message(...)`` (positional) without the frozen ``__init__``: adapters build one per input message.
+new_message = fast_constructor(Message, ("user", "x", "final", None, None, "n"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -149,7 +149,7 @@ def main() -> None:
             t_hf = contest({"act": lambda: [hf.apply_chat_template(c, chat_template=TEMPLATE, tokenize=True,
                                                                    return_dict=True, return_assistant_tokens_mask=True)
                                             for c in convs],
-                            "ocml": fns["ocml"]}, max(3, args.reps // 3))
+                            "ocml": fns["ocml"], "encode_ordinary": fns["encode_ordinary"]}, max(5, args.reps // 2))
         row: dict[str, object] = {"workload": kind, "conversations": len(convs), "tokens": n_tokens}
         for k in ("ocml", "ocml_batch", "ocml_2threads"):
             row[f"{k}_us_per_conv"] = 1e6 * t[k] / len(convs)
@@ -163,6 +163,7 @@ def main() -> None:
                 row[f"speedup_{k}_vs_openai_harmony"] = t["openai_harmony"] / t[k]
         if hf is not None:
             row["speedup_ocml_vs_apply_chat_template"] = t_hf["act"] / t_hf["ocml"]
+            row["speedup_bound_apply_chat_template_vs_encode_ordinary"] = t_hf["act"] / t_hf["encode_ordinary"]
         rows.append(row)
     for row in rows:
         print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}, indent=1))

@@ -128,6 +128,8 @@ from typing import Callable, Iterable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
+from ..fastinit import fast_constructor
+
 __all__ = [
     "Atom",
     "Control",
@@ -192,49 +194,9 @@ class InvalidId:
 
 Atom = Union[Text, Control, Special, StopString, InvalidId]
 
-# Text atoms are created once per feed() call, which with token-by-token
-# streaming is once per token: the generated frozen __init__ (it goes through
-# object.__setattr__ per field) costs about twice as much as setting the slots
-# directly, so the scanner builds them with this.
-_set_text = Text.__dict__["text"].__set__
-_set_text_index = Text.__dict__["token_index"].__set__
-_new = object.__new__
-
-
-def _new_text_setters(text: str, token_index: int) -> Text:
-    t = _new(Text)
-    _set_text(t, text)
-    _set_text_index(t, token_index)
-    return t
-
-
-class _TextBuilder:
-    """Same slots as ``Text``, mutable: two plain stores then a ``__class__``
-    assignment (identical layouts) beat the two descriptor setters."""
-
-    __slots__ = Text.__slots__
-
-
-def _new_text_retype(text: str, token_index: int) -> Text:
-    t = _TextBuilder()
-    t.text = text  # type: ignore[attr-defined]
-    t.token_index = token_index  # type: ignore[attr-defined]
-    t.__class__ = Text  # type: ignore[assignment]
-    return t  # type: ignore[return-value]
-
-
-def _pick_new_text() -> Callable[[str, int], Text]:
-    # The retyping builder only where the interpreter accepts it and it is exact.
-    try:
-        t = _new_text_retype("t", 1)
-        if type(t) is Text and t == Text("t", 1) and hash(t) == hash(Text("t", 1)):
-            return _new_text_retype
-    except TypeError:
-        pass
-    return _new_text_setters
-
-
-_new_text: Callable[[str, int], Text] = _pick_new_text()
+# Text atoms are created once per feed() call, which with token-by-token streaming is
+# once per token: ``fast_constructor`` skips the frozen ``__init__``'s per-field setattr.
+_new_text: Callable[[str, int], Text] = fast_constructor(Text, ("t", 1))
 
 
 def coalesce(atoms: Iterable[Atom]) -> list[Atom]:
