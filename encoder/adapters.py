@@ -221,7 +221,9 @@ def _message(raw: Mapping[str, Any], index: int, call_names: dict[str, str]) -> 
         if not isinstance(thinking, str):
             raise InputError("thinking / reasoning_content must be a string", index=index, field="thinking")
         out.append(Message(role="assistant", content=thinking, channel="analysis", train=train))
-    if text or parts or not (calls or raw.get("content") is None):  # thinking alone: no empty answer
+    # A §10 object with only ``thinking`` is one analysis message; OpenAI shapes keep their
+    # (possibly empty) answer message.
+    if text or parts or not (calls or ("thinking" in raw and raw.get("content") is None)):
         channel = base.channel or ("commentary" if calls else "final")
         intent = base.intent or ("preamble" if calls and channel == "commentary" else None)
         out.append(base.with_(channel=channel, intent=intent))

@@ -29,8 +29,8 @@ is given as ``{"role": "assistant", "channel": "analysis", "content": ...}``: it
 says it is private (§11).
 
 Objects are grouped only where ``encoder.adapters`` (which reads §10 objects) gives the
-same messages back; the exception is a call without ``<|constrain|>``, which the adapters
-read with the ``json`` constraint they assume for tool calls.
+same messages back, exactly (a ``tool_call`` without ``content_type`` reads as a call
+without ``<|constrain|>``).
 
     from encoder.interchange import parse_interchange, to_interchange
     parse_interchange(enc, completion_ids)              # ids (after <|start|>assistant) -> objects

@@ -25,8 +25,9 @@ LONG_TEXT = 256
 PARALLEL_MIN_CHARS = 16384
 
 _pool_lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
-_pool_key: tuple[int, int] = (0, 0)  # (pid, workers): a forked child never reuses its parent's dead threads
+# One pool per (pid, workers): a forked child never reuses its parent's dead threads, and
+# encoders with different ``threads`` never replace each other's pool.
+_pools: dict[tuple[int, int], ThreadPoolExecutor] = {}
 
 
 def default_threads() -> int:
@@ -46,13 +47,16 @@ def default_threads() -> int:
 
 
 def _get_pool(workers: int) -> ThreadPoolExecutor:
-    global _pool, _pool_key
     key = (os.getpid(), workers)
-    with _pool_lock:
-        if _pool is None or _pool_key != key:
-            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ocml-encode")
-            _pool_key = key
-        return _pool
+    pool = _pools.get(key)
+    if pool is None:
+        with _pool_lock:
+            pool = _pools.get(key)
+            if pool is None:
+                if any(pid != key[0] for pid, _ in _pools):
+                    _pools.clear()  # inherited from the parent: their threads do not exist here
+                pool = _pools[key] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ocml-encode")
+    return pool
 
 
 class TextEncoder:

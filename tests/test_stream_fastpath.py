@@ -369,3 +369,22 @@ def test_strict_stop_id_mid_message_raises(encs, mode):
     with pytest.raises(ParseError):
         dec.feed(final_prefix(enc) + enc.tokenizer.encode_text("x") + [eot])
     assert dec.status == "truncated"
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_far_negative_ids_are_invalid_never_wrapped_onto_real_tokens(chunked):
+    """Ids below -n_vocab once indexed real tokens through the tables' sentinel half."""
+    import encoder as _enc
+
+    e = _enc.Encoder("harmony")
+    n = e.tokenizer.n_vocab
+    head = [e.tokenizer.control_id("<|channel|>"), *e.tokenizer.encode_text("final"), e.tokenizer.control_id("<|message|>")]
+    body = e.tokenizer.encode_text("ok")
+    bad = -(2 * n - 5000)
+    ids = head + body + [bad] + body
+    d = e.decoder(role="assistant")
+    evs = d.feed(ids) if chunked else [ev for i in ids for ev in d.feed([i])]
+    errs = [ev for ev in evs if ev.type == "error"]
+    assert [(x.code, x.position) for x in errs] == [("E-VOCAB-ID", len(head) + len(body))]
+    assert str(bad) in errs[0].message
+    assert "".join(ev.text for ev in evs if ev.type == "delta") == "okok"

@@ -217,8 +217,9 @@ class StreamDecoder:
             # bytes cannot touch a pattern and decode on their own, with nothing held.  The
             # scanner would return exactly Text(ft[id]); skip it and only advance its counters
             # (Scanner.advance_text, inlined: this is the whole per-token cost).
+            tok = ids[0]
             try:
-                text = ft[ids[0]]
+                text = ft[tok] if tok >= 0 else None  # negative ids: the slow path reports them
             except (IndexError, TypeError):
                 text = None
             if text is not None:
@@ -249,12 +250,14 @@ class StreamDecoder:
             return []
         end = self.scanner.index
         self._ft = None
-        self._atoms(self.scanner.finish(), end)
-        if self.stopped is None:
-            self._flush()
-            self._end_stream(end)
-        self.finished = True
-        self._done = True
+        try:
+            self._atoms(self.scanner.finish(), end)
+            if self.stopped is None:
+                self._flush()
+                self._end_stream(end)
+        finally:  # strict mode raises from here: the stream is over either way
+            self.finished = True
+            self._done = True
         out = self._out
         res = out[:]
         out.clear()

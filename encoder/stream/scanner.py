@@ -594,7 +594,9 @@ class Scanner:
         """Scan ``ids``; return the atoms they made certain."""
         if type(ids) is not list:
             ids = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
-        elif len(ids) == 1 and not self._state:
+        if ids and min(ids) < -self.tables.n_vocab:
+            return self._feed_far_negative(ids)
+        if len(ids) == 1 and not self._state:
             # Token-by-token streaming, one token read from the root: the
             # general loop below, specialised (same result, less overhead).
             tok = ids[0]
@@ -688,6 +690,15 @@ class Scanner:
             if text:
                 atoms.append(_new_text(text, rt))
         return atoms
+
+    def _feed_far_negative(self, ids: list[int]) -> list[Atom]:
+        # The tables' sentinel half covers ids in [-n_vocab, -1]; further down an id would
+        # index real tokens.  Feed them as -1 (invalid, same path) and put the id back.
+        start = self._index
+        far = {k: t for k, t in enumerate(ids, start) if t < -self.tables.n_vocab}
+        atoms = self.feed([-1 if t < -self.tables.n_vocab else t for t in ids])
+        return [InvalidId(far[a.token_index], a.token_index)
+                if type(a) is InvalidId and a.token_index in far else a for a in atoms]
 
     def finish(self) -> list[Atom]:
         """Flush held bytes as text (UTF-8 with replacement), then reset."""
