@@ -39,3 +39,15 @@ def harmony_encoder():
     import encoder
 
     return encoder.Encoder("harmony")
+
+
+@pytest.fixture(scope="session")
+def encs():
+    """The stream tests' three modes: Harmony ids, OpenChatML 2.2 ids, 2.2 spelled as text."""
+    import encoder
+
+    return {
+        "harmony": encoder.Encoder("harmony"),
+        "ocml-id": encoder.Encoder("openchatml-2.2"),
+        "ocml-text": encoder.Encoder("openchatml-2.2", tokenizer="o200k_base"),
+    }

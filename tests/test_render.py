@@ -325,7 +325,6 @@ def test_openai_chat_shape():
 
 
 def test_interchange_object_shape():
-    enc = enc_("ocm22")
     conv = [{"role": "user", "content": "q"},
             {"role": "assistant", "channel": "final", "thinking": "hmm", "content": "plan", "intent": "preamble",
              "tool_call": {"id": "abc", "recipient": "functions.lookup", "content_type": "json", "arguments": "{\"a\":1}"}}]

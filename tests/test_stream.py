@@ -13,7 +13,6 @@ import random
 import numpy as np
 import pytest
 
-import encoder
 from encoder.errors import HeaderError, ParseError
 from encoder.events import Delta, Error, MessageEnd, MessageStart, Stop
 from gen import harmony_conversation
@@ -22,15 +21,6 @@ N_CONVERSATIONS = 60
 
 
 # -- fixtures and helpers -------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def encs():
-    return {
-        "harmony": encoder.Encoder("harmony"),
-        "ocml-id": encoder.Encoder("openchatml-2.2"),
-        "ocml-text": encoder.Encoder("openchatml-2.2", tokenizer="o200k_base"),
-    }
-
 
 MODES = ["harmony", "ocml-id", "ocml-text"]
 

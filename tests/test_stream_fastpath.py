@@ -22,19 +22,7 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from test_stream import build, byte_ids, check_stream, ctl, merge, msgs  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def encs():
-    return {
-        "harmony": encoder.Encoder("harmony"),
-        "ocml-id": encoder.Encoder("openchatml-2.2"),
-        "ocml-text": encoder.Encoder("openchatml-2.2", tokenizer="o200k_base"),
-    }
-
-
-MODES = ["harmony", "ocml-id", "ocml-text"]
+from test_stream import MODES, build, byte_ids, check_stream, ctl, merge, msgs  # noqa: E402
 STOPS = ["Pari", "结束", "🙂!", "x<"]  # ASCII, CJK and emoji (split into byte tokens), one ending in "<"
 
 
@@ -374,9 +362,7 @@ def test_strict_stop_id_mid_message_raises(encs, mode):
 @pytest.mark.parametrize("chunked", [False, True])
 def test_far_negative_ids_are_invalid_never_wrapped_onto_real_tokens(chunked):
     """Ids below -n_vocab once indexed real tokens through the tables' sentinel half."""
-    import encoder as _enc
-
-    e = _enc.Encoder("harmony")
+    e = encoder.Encoder("harmony")
     n = e.tokenizer.n_vocab
     head = [e.tokenizer.control_id("<|channel|>"), *e.tokenizer.encode_text("final"), e.tokenizer.control_id("<|message|>")]
     body = e.tokenizer.encode_text("ok")
