@@ -113,11 +113,16 @@ class TextSplitter:
             if data:
                 fm.text(data.decode("utf-8", "replace"), position)
             return False
+        lit = literal
         pieces, literal = self.pieces(data, literal)
         for name, chunk in pieces:
             if name is None:
                 fm.text(chunk.decode("utf-8", "replace"), position)
-            elif name != LITERAL and name != ENDLITERAL:  # literal markers only switch the splitter's mode
+            elif name == LITERAL:  # literal markers only switch the splitter's mode...
+                lit = True
+            elif name == ENDLITERAL and lit:
+                lit = False
+            else:  # ...except an <|endliteral|> with no block to close: stray, as in id mode
                 fm.control(name, position)
         return literal
 

@@ -67,7 +67,7 @@ class RefParser:
                 fm.text(name, pos)
             elif name == "<|literal|>":
                 literal = True
-            elif name != "<|endliteral|>":
+            else:  # a control, or an <|endliteral|> with no block to close (stray)
                 fm.control(name, pos)
             i = m.end()
         return literal

@@ -524,3 +524,20 @@ def test_literal_block_with_control_ids(encs):
     assert [m.content for m in msgs(ev)] == ["ax<|end|><|return|><|start|>b"]
     assert msgs(ev) == enc.parse(ids, role="assistant")
     assert [type(e).__name__ for e in ev][-2:] == ["MessageEnd", "Stop"] and not any(type(e) is Error for e in ev)
+
+
+@pytest.mark.parametrize("mode", ["ocml-id", "ocml-text"])
+def test_stray_endliteral_is_the_same_error_in_parse_and_stream(encs, mode):
+    """An <|endliteral|> with no block to close is E-PARSE-STRAY-CONTROL everywhere; a real
+    block's closing marker is silent and its body stays opaque."""
+    enc = encs[mode]
+    ids = build(enc, "ctl:<|channel|>", "final", "ctl:<|message|>", "Hi", "ctl:<|endliteral|>", "there",
+                "ctl:<|literal|>", "a<|end|>b", "ctl:<|endliteral|>", "!", "ctl:<|return|>")
+    events = check_stream(enc, ids, role="assistant")
+    errs = [(e.code, e.message) for e in events if type(e) is Error]
+    assert errs == [("E-PARSE-STRAY-CONTROL", "<|endliteral|> inside message content")]
+    parsed = enc.parse(ids, role="assistant")
+    assert [m.content for m in msgs(events)] == [m.content for m in parsed] == ["Hithere" + "a<|end|>b" + "!"]
+    from encoder.parse import parse_ids
+    detail = parse_ids(enc, ids, role="assistant", detailed=True)
+    assert [(e[0] if isinstance(e, tuple) else e.code) for e in detail.errors] == ["E-PARSE-STRAY-CONTROL"]

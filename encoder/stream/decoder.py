@@ -170,6 +170,7 @@ class StreamDecoder:
         self._buf_len = 0
         self._buf_pos = 0
         self._drop_run = -1            # run index whose remaining text is dropped (header overflow)
+        self._in_literal = False       # inside <|literal|> ... <|endliteral|> (as the atoms go by)
 
     @property
     def messages(self) -> list:
@@ -297,8 +298,12 @@ class StreamDecoder:
                 if a.in_literal:
                     self._text(name, i)  # literal blocks are opaque: a control id inside is its text
                     self._flush()
-                elif name in _LITERAL:
-                    pass  # the scanner switches literal mode itself; no frame event
+                elif name == _LITERAL[0]:
+                    self._in_literal = True  # the scanner switches its own mode; no frame event
+                elif name == _LITERAL[1] and self._in_literal:
+                    self._in_literal = False
+                elif name == _LITERAL[1]:  # no block to close: stray, as Encoder.parse says
+                    fm.control(name, i)
                 else:
                     fm.control(name, i)
                     reason = STOPPING.get(name)
