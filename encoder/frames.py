@@ -93,6 +93,16 @@ class FrameMachine:
         self._content.append(s)
         return new_delta(s, self.channel, self.visible)
 
+    @property
+    def content_append(self) -> Callable[[str], None]:
+        """``add_content`` without the ``Delta``: the open message's content ``list.append``.
+
+        For callers that cache the ``Delta`` themselves (``BatchDecoder``).  Valid only
+        while the state stays ``content``: anything else fed to the machine (control,
+        text, finish, close) may open a new content buffer - read it again after that.
+        """
+        return self._content.append
+
     def control(self, name: str, position: int) -> None:
         st = self.state
         if st == "content":

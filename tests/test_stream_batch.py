@@ -85,7 +85,7 @@ def drive(enc, rows: list[Row], vectorized: bool, base_kw: dict, *, pad_id=PAD, 
                 elif row.rng.random() >= row.pad_p:
                     seg_ids = row.segments[row.seg][1]
                     # after a stop the row may still be sent ids (ignored) for a while
-                    ended = row.pos >= len(seg_ids) or (refs[r]._done and row.rng.random() < 0.5)
+                    ended = row.pos >= len(seg_ids) or (refs[r].done and row.rng.random() < 0.5)
                     if not ended:
                         i = seg_ids[row.pos]
                         row.pos += 1
@@ -94,7 +94,7 @@ def drive(enc, rows: list[Row], vectorized: bool, base_kw: dict, *, pad_id=PAD, 
                         want = refs[r].finish()
                         got = bd.finish([r])
                         assert got[r] == want and all(g == [] for k, g in enumerate(got) if k != r)
-                        assert refs[r]._done and bd.done[r]
+                        assert refs[r].done and bd.done[r]
                         row.seg += 1
                         row.pos = 0
                         if row.seg < len(row.segments):
@@ -113,12 +113,12 @@ def drive(enc, rows: list[Row], vectorized: bool, base_kw: dict, *, pad_id=PAD, 
         assert len(got) == n
         for r in range(n):
             assert got[r] == expect[r], (r, ids[r], got[r], expect[r])
-        assert bd.done.tolist() == [d._done for d in refs]
+        assert bd.done.tolist() == [d.done for d in refs]
         if rng.random() < sync_p:
             r = rng.randrange(n)
             assert bd.decoder(r).scanner.index == refs[r].scanner.index
             assert bd.decoder(r).scanner.pending == refs[r].scanner.pending
-            assert bd.decoder(r).scanner._run_tok == refs[r].scanner._run_tok
+            assert bd.decoder(r).scanner.run_index == refs[r].scanner.run_index
     final = bd.finish()
     for r in range(n):
         assert final[r] == refs[r].finish()
@@ -128,13 +128,13 @@ def drive(enc, rows: list[Row], vectorized: bool, base_kw: dict, *, pad_id=PAD, 
 
 def check_same(bd: BatchDecoder, refs: list[StreamDecoder]) -> None:
     assert bd.status == [d.status for d in refs]
-    assert bd.done.tolist() == [d._done for d in refs]
+    assert bd.done.tolist() == [d.done for d in refs]
     assert bd.stopped == [d.stopped for d in refs]
     for r, d in enumerate(refs):
         assert bd.messages(r) == d.messages
         assert bd.final_message(r) == d.final_message
         assert bd.decoder(r).scanner.index == d.scanner.index
-        assert bd.decoder(r).scanner._run_tok == d.scanner._run_tok
+        assert bd.decoder(r).scanner.run_index == d.scanner.run_index
 
 
 def kw_options(enc) -> list[dict]:
@@ -387,7 +387,7 @@ def test_strict_row_error_does_not_abort_the_step(encs, mode, vectorized):
         else:
             assert bd.step(ids) == want
     assert raised is not None and seen == {1, 3}
-    assert not refs[3]._done  # the decoder that raised on stray text does not call itself done
+    assert not refs[3].done  # the decoder that raised on stray text does not call itself done
     assert bd.done.tolist() == [False, True, False, True] and bd.status_of(1) == "truncated"
     assert bd.step([PAD, good[0], PAD, good[0]]) == [[], [], [], []]  # rows that raised are out until reset
     bd.reset(1)

@@ -59,19 +59,19 @@ per row about 0.2 µs is the ``Delta`` allocation and most of the rest the call 
 ``step`` does that path for all rows inline, cheaper:
 
 * **Lanes and a Delta cache.**  Rows on the lean path are grouped by *lane* = (the
-  ``fast_text`` table the row's decoder holds in ``StreamDecoder._ft`` - normal or literal
+  ``fast_text`` table the row's decoder exposes as ``StreamDecoder.lean_table`` - normal or literal
   mode, per stop-string profile -, the open message's channel, its visibility).  A lane
   caches the ``Delta`` of each token it has emitted: ``Delta`` is frozen, so the same
   object is returned again (equal to what ``feed`` returns, not a fresh copy).  A lean row
   then costs one dict lookup, one ``list.append`` to the message content and one list.
 * **Lazy counters.**  The scanner counters are not touched per token: a per-row ``lag``
-  counts lean tokens, applied (``_index += lag``; ``_run_tok`` set to the first of them if
-  no text run was open - what the lean path does per token, since a row's lean tokens
-  since the last sync are consecutive) before anything else touches that row's decoder:
+  counts lean tokens, applied with one ``Scanner.advance_text(lag)`` (what the lean path
+  does per token, since a row's lean tokens since the last sync are consecutive) before
+  anything else touches that row's decoder:
   a slow feed, ``finish``, ``decoder(row)``.
 * **Everything else** - headers, controls, stop ids, split UTF-8, bytes that may start a
   control or stop string, bad ids - goes to the row's own ``StreamDecoder.feed([id])``,
-  after which the row's lane is re-read (``_ft``, ``fm.channel``, ``fm.visible``).
+  after which the row's lane is re-read (``lean_table``, ``fm.channel``, ``fm.visible``).
 
 Two step paths do the above: a Python loop over the rows (default below
 ``VECTOR_MIN_ROWS``), and, from ``VECTOR_MIN_ROWS`` rows on, the §3.4 numpy gather: one
@@ -88,9 +88,9 @@ most lanes are idle; otherwise a row without a lane simply uses ``StreamDecoder.
 Memory: a lane's Delta cache holds at most one ``Delta`` per token it has seen; the numpy
 path also keeps ``(n_vocab + 1) * 9`` bytes of tables per lane (~1.8 MB for o200k).
 
-This reads, without changing, private parts of the decoder: ``StreamDecoder._ft`` /
-``_done``, ``FrameMachine._content`` (what ``add_content`` appends to) and the scanner's
-``_index`` / ``_run_tok`` (updated as ``Scanner.advance_text`` does).
+This uses only the decoder's public lean-path surface: ``StreamDecoder.lean_table`` /
+``append_lean`` / ``done``, ``FrameMachine.content_append`` (``add_content`` without the
+``Delta``, for cached Deltas) and ``Scanner.advance_text(n)`` (the deferred counters).
 ``tests/test_stream_batch.py`` pins the equivalence with per-row ``feed`` calls, including
 the scanner state at random points.
 """
@@ -229,7 +229,7 @@ class BatchDecoder:
 
     def _relane(self, r: int) -> None:
         d = self._decs[r]
-        ft = d._ft
+        ft = d.lean_table
         if ft is None:
             k, lane = 0, None
         else:
@@ -243,18 +243,15 @@ class BatchDecoder:
         """Re-read row ``r``'s decoder state after anything but the lean path touched it."""
         d = self._decs[r]
         fm = d.fm
-        self._apps[r] = fm._content.append
+        self._apps[r] = fm.content_append
         self._relane(r)
-        self._done[r] = d._done or r in self._failed
+        self._done[r] = d.done or r in self._failed
 
     def _sync(self, r: int) -> None:
         """Apply the row's pending lean-token count to its scanner (what feed() would have done)."""
         k = int(self._lag[r])
         if k:
-            sc = self._decs[r].scanner
-            if sc._run_tok < 0:
-                sc._run_tok = sc._index
-            sc._index += k
+            self._decs[r].scanner.advance_text(k)
             self._lag[r] = 0
 
     def _slow(self, r: int, i: int, errors: dict[int, ParseError]) -> list[Event]:
@@ -262,10 +259,7 @@ class BatchDecoder:
         d = self._decs[r]
         k = self._lag[r]
         if k:
-            sc = d.scanner
-            if sc._run_tok < 0:
-                sc._run_tok = sc._index
-            sc._index += int(k)
+            d.scanner.advance_text(int(k))
             self._lag[r] = 0
         try:
             ev = d.feed([i])
@@ -275,12 +269,12 @@ class BatchDecoder:
             self._refresh(r)
             return []
         fm = d.fm
-        self._apps[r] = fm._content.append
-        ft = d._ft
+        self._apps[r] = fm.content_append
+        ft = d.lean_table
         if ft is None:
             if self._lane[r] is not None:
                 self._relane(r)
-            if d._done:
+            if d.done:
                 self._done[r] = True
         else:
             lane = self._lane[r]
@@ -340,7 +334,7 @@ class BatchDecoder:
             if cl[r]:
                 # lean, first time this token is seen in this lane: make the Delta, cache it
                 # (unless a slow row just flushed the lanes: idx is stale then)
-                d = self._decs[r]._add(self._lane[r].ft[i])  # type: ignore[union-attr]
+                d = self._decs[r].append_lean(self._lane[r].ft[i])  # type: ignore[union-attr]
                 if self._gen == gen:
                     j = int(idx[r])
                     self._dm[j] = d
@@ -376,7 +370,7 @@ class BatchDecoder:
                 if 0 <= i < nv and i != pad:
                     text = lane.ft[i]
                     if text is not None:
-                        d = lane.deltas[i] = self._decs[r]._add(text)
+                        d = lane.deltas[i] = self._decs[r].append_lean(text)
                         lag[r] += 1
                         append([d])
                         continue

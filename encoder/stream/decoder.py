@@ -70,9 +70,9 @@ Semantics
 
 Cost: a single-id ``feed`` of an ordinary token inside content, with nothing held back,
 is one table lookup (``Scanner.fast_text``: the token's text, or None when its bytes
-might touch a control / stop string or are an incomplete character), two counter
-updates, one content append and one ``Delta`` - the scanner is not called.  Anything
-else goes through the scanner's own per-token fast path, then one ``Delta`` per ``feed``
+might touch a control / stop string or are an incomplete character), one counter
+update (``Scanner.advance_text``), one content append and one ``Delta`` - the scanner
+is not fed.  Anything else goes through the scanner's own per-token fast path, then one ``Delta`` per ``feed``
 call and text run inside content; the frame machine sees only controls and header
 text.  Tables are built once per (encoder, stop strings) and cached.
 """
@@ -85,7 +85,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import ParseError
-from ..events import Error, Event, Stop
+from ..events import Delta, Error, Event, Stop
 from ..frames import MAX_HEADER_CHARS, FrameMachine
 from ..messages import Message
 from .scanner import Control, InvalidId, Scanner, ScannerTables, Special, StopString, Text
@@ -173,6 +173,37 @@ class StreamDecoder:
         self._in_literal = False       # inside <|literal|> ... <|endliteral|> (as the atoms go by)
 
     @property
+    def done(self) -> bool:
+        """True once the stream takes no more ids (a stop, or ``finish()``); ``reset()`` clears it."""
+        return self._done
+
+    @property
+    def lean_table(self) -> list[str | None] | None:
+        """The lean per-token path's table while it applies, else None (read-only).
+
+        Not None only inside open content, with nothing held back by the scanner and the
+        stream not done; it is then the scanner's current ``fast_text`` table.  While it is
+        not None, for an id ``t`` with ``lean_table[t]`` not None, ``feed([t])`` is exactly::
+
+            delta = dec.append_lean(dec.lean_table[t])   # -> [delta]
+            dec.scanner.advance_text()
+
+        and leaves ``lean_table`` unchanged, so a caller may repeat that for consecutive
+        such ids.  ``scanner.advance_text(n)`` may be deferred and applied for ``n`` of them
+        at once, as long as it is done before anything else uses the decoder (``BatchDecoder``
+        does this).  Re-read it after any other call (``feed``, ``finish``, ``reset``).
+        """
+        return self._ft
+
+    def append_lean(self, text: str) -> Delta:
+        """Append ``text`` to the open message's content; return its ``Delta`` (see ``lean_table``).
+
+        Only for text of ``lean_table``, while it is not None; the scanner counters are the
+        caller's (``scanner.advance_text``).
+        """
+        return self._add(text)
+
+    @property
     def messages(self) -> list:
         """Messages completed so far."""
         return self.fm.messages
@@ -217,17 +248,14 @@ class StreamDecoder:
             # Lean path (token-by-token streaming): an ordinary token inside content whose
             # bytes cannot touch a pattern and decode on their own, with nothing held.  The
             # scanner would return exactly Text(ft[id]); skip it and only advance its counters
-            # (Scanner.advance_text, inlined: this is the whole per-token cost).
+            # (see ``lean_table``: this is the whole per-token cost).
             tok = ids[0]
             try:
                 text = ft[tok] if tok >= 0 else None  # negative ids: the slow path reports them
             except (IndexError, TypeError):
                 text = None
             if text is not None:
-                sc = self.scanner
-                if sc._run_tok < 0:
-                    sc._run_tok = sc._index
-                sc._index += 1
+                self.scanner.advance_text()
                 return [self._add(text)]
         if self._done:
             return []

@@ -580,12 +580,22 @@ class Scanner:
             return None
         return self._mt.fast_text
 
-    def advance_text(self) -> int:
-        """Account for one token consumed through ``fast_text``; returns the run index."""
+    @property
+    def run_index(self) -> int:
+        """Token index of the open text run's first byte, or -1 if no run is open."""
+        return self._run_tok
+
+    def advance_text(self, n: int = 1) -> int:
+        """Account for ``n`` consecutive tokens consumed through ``fast_text``; returns the run index.
+
+        Same counters as ``feed`` of each of them would leave: a text run is opened at the
+        first one if none is open (``run_index``), and ``index`` advances by ``n``.  Callers
+        that batch lean tokens (``BatchDecoder``) apply them lazily with one call.
+        """
         rt = self._run_tok
         if rt < 0:
             rt = self._run_tok = self._index
-        self._index += 1
+        self._index += n
         return rt
 
     # -- public API --------------------------------------------------------
