@@ -50,9 +50,8 @@ class Format:
         valid = self._valid_headers
         bodies = self.validate_bodies
         for i, m in enumerate(conv.messages):
-            # One tuple and one set lookup per message on the common path: headers repeat.
-            if (m.role, m.channel, m.recipient, m.call_id, m.name, m.intent, m.content_type,
-                    m.constrain) not in valid:
+            # One key and one set lookup per message on the common path: headers repeat.
+            if self.header_key(m) not in valid:
                 self.validate_header(m, i)
             if bodies and (m.constrain is not None or m.content_type is not None):
                 self.validate_body(m, i)
@@ -65,7 +64,7 @@ class Format:
                                       index=i, field="call_id", hint="echo the call_id of the call this replies to")
 
     def validate_header(self, m: Message, i: int) -> None:
-        key = (m.role, m.channel, m.recipient, m.call_id, m.name, m.intent, m.content_type, m.constrain)
+        key = self.header_key(m)
         if key in self._valid_headers:  # headers repeat across messages: check each once
             return
         self._check_header(m, i)
@@ -114,7 +113,7 @@ class Format:
     def header_key(self, m: Message) -> tuple[str | None, ...]:
         """Everything ``plan`` reads to build the prompt + header pieces: the renderer caches
         their ids under it.  A subclass whose header depends on anything else must extend it."""
-        return (m.role, m.channel, m.recipient, m.call_id, m.name, m.intent, m.content_type, m.constrain)
+        return (m.role, m.channel, m.recipient, m.call_id, m.name, m.intent, m.content_type, m.constrain)  # HEADER_FIELDS
 
     def plain_body(self, m: Message) -> str | None:
         """The body when ``plan`` would make it one unescaped text piece, else None (the
