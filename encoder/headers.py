@@ -23,8 +23,24 @@ _HARMONY_TOOL_ROLES = frozenset({"python", "browser", "container"})
 _KNOWN_CTYPES = {"code", "json", "text", "markdown", "html", "yaml", "xml"}
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Header:
+    """A parsed header (frozen: ``parse_header_cached`` shares instances)."""
+
+    role: str
+    channel: str | None = None
+    recipient: str | None = None
+    call_id: str | None = None
+    name: str | None = None
+    intent: str | None = None
+    content_type: str | None = None
+    constrain: str | None = None
+
+
+@dataclass(slots=True)
+class _Draft:
+    """The header while ``parse_header`` fills it in."""
+
     role: str
     channel: str | None = None
     recipient: str | None = None
@@ -53,7 +69,7 @@ def parse_header(text: str, *, harmony: bool, role: str | None = None, position:
         if not head:
             raise bad("missing role", "role")
         role, words = head[0], head[1:]
-    h = Header(role=role)
+    h = _Draft(role=role)
     if harmony and ":" in role and not role.startswith("functions"):
         h.role, h.name = role.split(":", 1)
     elif harmony and role in _HARMONY_TOOL_ROLES:
@@ -91,10 +107,10 @@ def parse_header(text: str, *, harmony: bool, role: str | None = None, position:
             h.content_type = word
         else:
             raise bad(f"unexpected word {word!r}")
-    return h
+    return Header(h.role, h.channel, h.recipient, h.call_id, h.name, h.intent, h.content_type, h.constrain)
 
 
-def _attrs(words: list[str], h: Header, bare: list[str], bad) -> None:  # type: ignore[no-untyped-def]
+def _attrs(words: list[str], h: _Draft, bare: list[str], bad) -> None:  # type: ignore[no-untyped-def]
     for w in words:
         key, eq, val = w.partition("=")
         if not eq:
@@ -118,8 +134,8 @@ _CACHE_TEXT_MAX = 256
 def parse_header_cached(text: str, harmony: bool, role: str | None = None, position: int | None = None) -> Header:
     """``parse_header`` memoised on (text, harmony, role): headers repeat across messages.
 
-    The returned ``Header`` is shared: read it, never mutate it.  Errors are not cached
-    (they carry the position).
+    The returned ``Header`` is shared (it is frozen).  Errors are not cached (they carry
+    the position).
     """
     key = (text, harmony, role)
     h = _CACHE.get(key)
