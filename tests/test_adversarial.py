@@ -47,22 +47,38 @@ def _final(enc, *body):
 
 # -- A. stop strings vs controls spelled as text ----------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="known bug: in text (fallback) mode a user stop string that ends "
-                   "inside a control's spelling wins in the scanner (earliest end) even where the decoder "
-                   "does not apply stop strings (headers, non-stop channels), so the control is lost")
-@pytest.mark.parametrize("stop", ["a", "|", "end"])
-def test_case_08_stop_overlapping_a_control_outside_stoppable_content(encs, stop):
-    """A8 at decoder level: stop strings apply only in content of ``stop_channels``
-    (decoder docstring); elsewhere they are ordinary text, so a stop string overlapping a
-    text control there (``a`` in ``<|channel|>``/``<|message|>``, ``end`` in ``<|end|>``)
-    must not change the structure: the messages are those ``enc.parse`` reads."""
-    enc = encs["ocml-text"]
+@pytest.mark.parametrize("stop", ["a", "|", "end", "x<", "<|st"])
+def test_case_08_stop_that_can_end_inside_a_text_control_is_refused(encs, stop):
+    """A8 at decoder level.  The scanner lets the earliest-ending match win, so a stop string
+    that can end strictly inside a control spelled as text (``a`` in ``<|channel|>``, ``end``
+    in ``<|end|>``, anything ending in ``<``) would fire mid-control and break the structure
+    (found by this audit).  Defined behaviour: such stop strings are refused up front with
+    ``E-STOP-OVERLAPS-CONTROL``; with registered controls (ids) they are ordinary stops and
+    the structure is intact."""
+    from encoder.errors import InputError
+
+    with pytest.raises(InputError) as info:
+        encs["ocml-text"].decoder(role="assistant", stop_strings=["Observation:", stop])
+    assert info.value.code == "E-STOP-OVERLAPS-CONTROL" and info.value.field == "stop_strings[1]"
+    with pytest.raises(InputError):
+        from encoder.stream.batch import BatchDecoder
+
+        BatchDecoder(encs["ocml-text"], 2, stop_strings=[stop])
+    enc = encs["ocml-id"]
     ids = build(enc, "ctl:<|channel|>", "analysis", "ctl:<|message|>", "x", "ctl:<|end|>",
                 "ctl:<|start|>", "assistant", "ctl:<|channel|>", "final", "ctl:<|message|>", "y",
                 "ctl:<|return|>")
     ev = check_stream(enc, ids, role="assistant", stop_strings=[stop])
     assert not _codes(ev)
     assert [(m.channel, m.content) for m in msgs(ev)] == [("analysis", "x"), ("final", "y")]
+
+
+@pytest.mark.parametrize("stop", ["Observation:", "</answer>", "\n\n", "x<y", "|>"])
+def test_case_08_stops_that_cannot_cut_a_control_are_accepted_in_text_mode(encs, stop):
+    enc = encs["ocml-text"]
+    dec = enc.decoder(role="assistant", stop_strings=[stop])
+    ids = build(enc, "ctl:<|channel|>", "final", "ctl:<|message|>", "y", "ctl:<|return|>")
+    assert [m.content for m in dec.messages] == [] and dec.feed(ids)
 
 
 # -- C. UTF-8 ------------------------------------------------------------------------------------
@@ -420,7 +436,8 @@ COVERAGE: dict[int, list[str]] = {
     7: [f"{S}::test_a7_escapes", f"{S}::test_a7_every_control_escapes_at_every_split",
         f"{S}::test_a7_no_escapes_when_not_escapable", f"{T}::test_fallback_escapes_and_literals"],
     8: [f"{S}::test_a8_stop_equal_to_or_overlapping_a_control",
-        f"{A}::test_case_08_stop_overlapping_a_control_outside_stoppable_content"],  # xfail: known bug
+        f"{A}::test_case_08_stop_that_can_end_inside_a_text_control_is_refused",
+        f"{A}::test_case_08_stops_that_cannot_cut_a_control_are_accepted_in_text_mode"],
     # B. id mode vs text mode
     9: [f"{S}::test_b9_registered_ids_are_events", f"{T}::test_registered_control_in_content"],
     10: [f"{S}::test_b10_ascii_spelling_of_registered_control_is_text",

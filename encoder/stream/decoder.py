@@ -39,7 +39,9 @@ Semantics
   ``stop_strings`` (user strings, matched over bytes, earliest-ending first) stop with
   ``reason="stop_string"`` only inside content of a channel in ``stop_channels``
   (default ``("final",)``; a message without channel counts as ``final``; ``None`` =
-  every channel); elsewhere they are ordinary text.  The text before a stop string is
+  every channel); elsewhere they are ordinary text.  In fallback mode a stop string that
+  could end strictly inside a control's spelling (``end``, ``a``, anything ending in ``<``)
+  is refused with ``E-STOP-OVERLAPS-CONTROL``: it would fire mid-control and lose the control.  The text before a stop string is
   streamed; the stop string is not, unless ``include_stop_str_in_output=True`` (vLLM's
   option: it is streamed as one last ``Delta`` and kept in the message content).  The
   message ends with reason ``truncated`` (no error: the ``Stop`` event says why).
@@ -84,7 +86,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import ParseError
+from ..errors import InputError, ParseError
 from ..events import Delta, Error, Event, Stop
 from ..frames import MAX_HEADER_CHARS, FrameMachine
 from ..messages import Message
@@ -97,6 +99,35 @@ __all__ = ["StreamDecoder", "tables_for"]
 
 STOPPING = {"<|return|>": "return", "<|call|>": "call"}
 _LITERAL = ("<|literal|>", "<|endliteral|>")
+
+def ends_inside(stop: str, control: str) -> bool:
+    """Can ``stop`` end strictly inside ``control``'s spelling (after its first character,
+    before its last)?  Then the scanner, where the earliest end wins, would read the stop
+    string and lose the control."""
+    for j in range(1, len(control)):
+        if len(stop) <= j:
+            if control[j - len(stop):j] == stop:
+                return True
+        elif stop.endswith(control[:j]):
+            return True
+    return False
+
+
+def check_stop_strings(enc: Encoder, stop_strings: Sequence[str]) -> None:
+    """Refuse stop strings that could cut a control spelled as text (fallback mode only:
+    registered controls are ids, their spelling is ordinary text)."""
+    for k, stop in enumerate(stop_strings):
+        if not isinstance(stop, str) or not stop:
+            raise InputError(f"stop string {stop!r} is not a non-empty string", field=f"stop_strings[{k}]")
+        clash = next((c for c in enc.format.text_controls if ends_inside(stop, c)), None)
+        if clash is not None:
+            raise InputError(
+                f"stop string {stop!r} can end inside {clash}, which this tokenizer spells as text: "
+                "the stop would fire in the middle of the control and break the message structure",
+                code="E-STOP-OVERLAPS-CONTROL", field=f"stop_strings[{k}]",
+                hint="use a stop string that is not part of a control's spelling, or register the "
+                     "format's controls on the tokenizer (vocab.load(..., register=...)) so they are ids")
+
 
 def tables_for(enc: Encoder, stop_strings: Sequence[str] = ()) -> ScannerTables:
     """Scanner tables for ``enc`` (+ user stop strings), cached on the encoder."""
@@ -143,6 +174,7 @@ class StreamDecoder:
         self.include_stop_str_in_output = bool(include_stop_str_in_output)
         self.stop_channels = None if stop_channels is None else frozenset(stop_channels)
         self.stop_ids = frozenset(int(i) for i in stop_ids)
+        check_stop_strings(enc, self.stop_strings)
         self.tables = tables_for(enc, self.stop_strings)
         self._harmony = enc.format_name == "harmony"
         self._markers = frozenset(enc.format.table.markers)
