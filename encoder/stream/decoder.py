@@ -42,8 +42,9 @@ Semantics
   every channel); elsewhere they are ordinary text.  In fallback mode a stop string that
   could end strictly inside a control's spelling (``end``, ``a``, anything ending in ``<``)
   is refused with ``E-STOP-OVERLAPS-CONTROL``: it would fire mid-control and lose the
-  control.  The text before a stop string is streamed; the stop string is not, unless ``include_stop_str_in_output=True`` (vLLM's
-  option: it is streamed as one last ``Delta`` and kept in the message content).  The
+  control.  The text before a stop string is streamed; the stop string is not, unless
+  ``include_stop_str_in_output=True`` (vLLM's option: it is streamed as one last ``Delta``
+  and kept in the message content).  The
   message ends with reason ``truncated`` (no error: the ``Stop`` event says why).
   ``Stop.trailing`` is the number of ids of the fed chunk after the stop token: they
   are not processed (the caller trims them); later ``feed`` calls return nothing until
