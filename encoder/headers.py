@@ -10,7 +10,8 @@ content-type word (``analysis code``), whitespace around controls.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import MISSING, astuple, dataclass, fields, make_dataclass
+from typing import Any
 
 from .errors import HeaderError
 
@@ -37,18 +38,9 @@ class Header:
     constrain: str | None = None
 
 
-@dataclass(slots=True)
-class _Draft:
-    """The header while ``parse_header`` fills it in."""
-
-    role: str
-    channel: str | None = None
-    recipient: str | None = None
-    call_id: str | None = None
-    name: str | None = None
-    intent: str | None = None
-    content_type: str | None = None
-    constrain: str | None = None
+# The header while ``parse_header`` fills it in: Header's fields, mutable.
+_Draft = make_dataclass("_Draft", [(f.name, f.type, f.default) if f.default is not MISSING else (f.name, f.type)
+                                   for f in fields(Header)], slots=True)
 
 
 def parse_header(text: str, *, harmony: bool, role: str | None = None, position: int | None = None) -> Header:
@@ -107,10 +99,10 @@ def parse_header(text: str, *, harmony: bool, role: str | None = None, position:
             h.content_type = word
         else:
             raise bad(f"unexpected word {word!r}")
-    return Header(h.role, h.channel, h.recipient, h.call_id, h.name, h.intent, h.content_type, h.constrain)
+    return Header(*astuple(h))
 
 
-def _attrs(words: list[str], h: _Draft, bare: list[str], bad) -> None:  # type: ignore[no-untyped-def]
+def _attrs(words: list[str], h: Any, bare: list[str], bad) -> None:  # type: ignore[no-untyped-def]
     for w in words:
         key, eq, val = w.partition("=")
         if not eq:
