@@ -26,14 +26,15 @@ if TYPE_CHECKING:
 
 __all__ = ["hf_stopping_criteria", "stop_ids", "stop_strings", "stop_tokens", "vllm_sampling_kwargs"]
 
-def _format_and_tokenizer(enc: Encoder | str, tokenizer: Tokenizer | None) -> tuple[str, Tokenizer]:
+def _tokenizer(enc: Encoder | str, tokenizer: Tokenizer | None) -> Tokenizer:
+    """The tokenizer given, else the encoder's, else the format's default."""
+    if tokenizer is not None:
+        return tokenizer
     if isinstance(enc, str):
-        if tokenizer is None:
-            from .encoder import default_tokenizer
+        from .encoder import default_tokenizer
 
-            tokenizer = default_tokenizer(canonical_format(enc))
-        return canonical_format(enc), tokenizer
-    return enc.format_name, enc.tokenizer if tokenizer is None else tokenizer
+        return default_tokenizer(canonical_format(enc))
+    return enc.tokenizer
 
 
 def stop_tokens(enc: Encoder | str, mode: str = "assistant") -> tuple[str, ...]:
@@ -54,7 +55,7 @@ def stop_tokens(enc: Encoder | str, mode: str = "assistant") -> tuple[str, ...]:
 def stop_ids(enc: Encoder | str, mode: str = "assistant", tokenizer: Tokenizer | None = None) -> list[int]:
     """Registered ids of the stop controls; a format name works for formats ocml cannot
     render yet (``stop_ids("apertus", tokenizer=vocab.from_hf(...))``)."""
-    _, tok = _format_and_tokenizer(enc, tokenizer)
+    tok = _tokenizer(enc, tokenizer)
     out: list[int] = []
     for name in stop_tokens(enc, mode):
         i = tok.control_id(name)  # None exactly for the text controls (fallback)
@@ -65,7 +66,7 @@ def stop_ids(enc: Encoder | str, mode: str = "assistant", tokenizer: Tokenizer |
 
 def stop_strings(enc: Encoder | str, mode: str = "assistant", tokenizer: Tokenizer | None = None) -> list[str]:
     """Text spellings of the stop controls that are **not** registered (fallback mode)."""
-    _, tok = _format_and_tokenizer(enc, tokenizer)
+    tok = _tokenizer(enc, tokenizer)
     return [n for n in stop_tokens(enc, mode) if tok.control_id(n) is None]
 
 
@@ -151,5 +152,5 @@ def hf_stopping_criteria(enc: Encoder | str, mode: str = "assistant", tokenizer:
     except Exception:
         pass
     cls = _make_criteria_class(base)
-    _, tok = _format_and_tokenizer(enc, tokenizer)
+    tok = _tokenizer(enc, tokenizer)
     return cls(stop_ids(enc, mode, tok), stop_strings(enc, mode, tok), tok.decode_bytes)

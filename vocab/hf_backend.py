@@ -109,7 +109,11 @@ class HFTokenizer(Tokenizer):
             return self._encode(_repair(text), add_special_tokens=False).ids
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        return [e.ids for e in self._tok.encode_batch([_repair(t) for t in texts], add_special_tokens=False)]
+        try:
+            batch = self._tok.encode_batch(list(texts), add_special_tokens=False)
+        except TypeError:  # lone surrogates somewhere: repair only then (no extra pass otherwise)
+            batch = self._tok.encode_batch([_repair(t) for t in texts], add_special_tokens=False)
+        return [e.ids for e in batch]
 
     @property
     def backend(self) -> Any:

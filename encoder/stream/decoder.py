@@ -139,6 +139,7 @@ def tables_for(enc: Encoder, stop_strings: Sequence[str] = ()) -> ScannerTables:
         enc._stream_tables = cache  # type: ignore[attr-defined]
     t = cache.get(key)
     if t is None:
+        check_stop_strings(enc, stop_strings)  # once per (encoder, stop strings), like the tables
         tok = enc.tokenizer
         table = enc.format.table
         text_controls = tuple(enc.format.text_controls)
@@ -175,7 +176,6 @@ class StreamDecoder:
         self.include_stop_str_in_output = bool(include_stop_str_in_output)
         self.stop_channels = None if stop_channels is None else frozenset(stop_channels)
         self.stop_ids = frozenset(int(i) for i in stop_ids)
-        check_stop_strings(enc, self.stop_strings)
         self.tables = tables_for(enc, self.stop_strings)
         self._harmony = enc.format_name == "harmony"
         self._markers = frozenset(enc.format.table.markers)

@@ -619,11 +619,7 @@ class Scanner:
                 except (IndexError, TypeError):
                     text = None
                 if text is not None:
-                    rt = self._run_tok
-                    if rt < 0:
-                        rt = self._run_tok = self._index
-                    self._index += 1
-                    return [_new_text(text, rt)]
+                    return [_new_text(text, self.advance_text())]
             try:
                 ns = self._mt.fast[tok]
             except IndexError:
@@ -631,10 +627,7 @@ class Scanner:
             if ns == 0:
                 # Ordinary and back at the root, but a character is split: a
                 # piece of it (emoji / CJK byte tokens) or the carry completed.
-                rt = self._run_tok
-                if rt < 0:
-                    rt = self._run_tok = self._index
-                self._index += 1
+                rt = self.advance_text()
                 data = carry + self.tables._tb[tok] if carry else self.tables._tb[tok]
                 text, n = _utf8_decode(data, "replace", False)
                 self._carry = data[n:]
