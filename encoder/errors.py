@@ -7,6 +7,8 @@ from vocab.errors import (  # noqa: F401
     DependencyError,
     HeaderError,
     InputError,
+    InputIndexError,
+    InputTypeError,
     OcmlError,
     ParseError,
     StreamError,
@@ -17,6 +19,6 @@ from vocab.errors import (  # noqa: F401
 
 __all__ = [
     "BodyConstraintError", "CallSchemaError", "ChannelMissingError", "DependencyError", "HeaderError",
-    "InputError", "OcmlError", "ParseError", "StreamError", "UnknownNameError", "UnrepresentableError",
+    "InputError", "InputIndexError", "InputTypeError", "OcmlError", "ParseError", "StreamError", "UnknownNameError", "UnrepresentableError",
     "VocabError",
 ]

@@ -42,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .errors import UnrepresentableError
+from .errors import InputError, UnrepresentableError
 from .messages import Conversation, Message
 
 if TYPE_CHECKING:
@@ -126,7 +126,8 @@ def to_interchange(messages: Any, *, ends: Iterable[str] | None = None, strict: 
     msgs = _messages(messages)
     reasons: list[str | None] = list(ends) if ends is not None else [None] * len(msgs)
     if len(reasons) != len(msgs):
-        raise ValueError(f"{len(reasons)} end reasons for {len(msgs)} messages")
+        raise InputError(f"{len(reasons)} end reasons for {len(msgs)} messages", field="ends",
+                         hint="pass ParseResult.ends of the same parse, one reason per message")
     out: list[dict[str, Any]] = []
     i, n = 0, len(msgs)
     while i < n:

@@ -15,6 +15,7 @@ shared ``FrameMachine``.
 
 from __future__ import annotations
 
+import operator
 import re
 from array import array
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .errors import InputTypeError
 from .frames import FrameMachine
 from .messages import Message
 
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
     from .encoder import Encoder
 
 LITERAL, ENDLITERAL = "<|literal|>", "<|endliteral|>"
+_I64_MIN, _I64_MAX = -(2 ** 63), 2 ** 63 - 1
 _ENDLITERAL_B = ENDLITERAL.encode()
 _INVALID = "<invalid>"
 _SHIFT = 24
@@ -186,7 +189,16 @@ class IdParser:
             return np.minimum(ids.view(np.uint32), nv), ids  # negatives wrap above nv
         elif isinstance(ids, np.ndarray) and ids.dtype == np.uint32 and ids.ndim == 1:
             return np.minimum(ids, nv), ids
-        a = np.asarray(ids, dtype=np.int64)
+        a = np.asarray(ids)
+        if a.ndim != 1 or (a.size and a.dtype.kind not in "iub"):
+            # Floats, strings, None, nested lists: never truncated or guessed into ids.
+            try:  # ints beyond int64 are invalid ids anyway: clipped, still reported as E-VOCAB-ID
+                a = np.array([min(max(operator.index(i), _I64_MIN), _I64_MAX) for i in ids], dtype=np.int64)
+            except TypeError:
+                raise InputTypeError(f"ids must be a flat sequence of integers, got {type(ids).__name__}"
+                                     f" of {a.dtype}", field="ids") from None
+        else:
+            a = a.astype(np.int64, copy=False)
         return np.where((a >= 0) & (a < nv), a, nv), a
 
     def feed_atoms(self, ids: Any, fm: FrameMachine) -> None:

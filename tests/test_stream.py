@@ -541,3 +541,19 @@ def test_stray_endliteral_is_the_same_error_in_parse_and_stream(encs, mode):
     from encoder.parse import parse_ids
     detail = parse_ids(enc, ids, role="assistant", detailed=True)
     assert [(e[0] if isinstance(e, tuple) else e.code) for e in detail.errors] == ["E-PARSE-STRAY-CONTROL"]
+
+
+@pytest.mark.parametrize("bad", [["x"], [1.5], "abc", None, [[1, 2]]])
+def test_non_integer_ids_are_a_typed_error_not_a_guess(encs, bad):
+    """Floats are never truncated into ids, strings never iterated as tokens: E-INPUT-TYPE
+    from parse and from the stream decoder (lean path included)."""
+    from encoder.errors import InputTypeError
+
+    enc = encs["harmony"]
+    with pytest.raises(InputTypeError) as info:
+        enc.parse(bad, role="assistant")
+    assert info.value.code == "E-INPUT-TYPE" and info.value.field == "ids"
+    dec = enc.decoder(role="assistant")
+    dec.feed(build(enc, "ctl:<|channel|>", "final", "ctl:<|message|>", "hi"))  # inside content: lean path armed
+    with pytest.raises(InputTypeError):
+        dec.feed(bad)

@@ -89,6 +89,18 @@ class InputError(OcmlError, ValueError):
     code = "E-INPUT"
 
 
+class InputTypeError(InputError, TypeError):
+    """An argument of the wrong type (still catchable as ``TypeError``)."""
+
+    code = "E-INPUT-TYPE"
+
+
+class InputIndexError(InputError, IndexError):
+    """An index outside its range (still catchable as ``IndexError``)."""
+
+    code = "E-INPUT-INDEX"
+
+
 class HeaderError(InputError):
     """A header value (role, channel, recipient, attribute) is malformed."""
 

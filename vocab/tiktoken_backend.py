@@ -73,10 +73,6 @@ class TiktokenTokenizer(Tokenizer):
     def encode_text_array(self, text: str) -> np.ndarray:  # replaced per instance in __init__
         raise NotImplementedError
 
-    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        enc = self.encode_text
-        return [enc(t) for t in texts]
-
     def decode_bytes(self, ids: Sequence[int]) -> bytes:
         try:
             return self._enc.decode_bytes(ids)  # Rust: no per-token Python on the parse hot path

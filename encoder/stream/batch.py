@@ -103,7 +103,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from ..errors import ParseError
+from ..errors import InputError, InputIndexError, InputTypeError, ParseError
 from ..events import Delta, Event, Stop
 from ..messages import Message
 from .decoder import StreamDecoder
@@ -139,6 +139,13 @@ def _lean_mask(tables: Any, ft: list, n_vocab: int) -> np.ndarray:
     return m
 
 
+def _int(value: Any, field: str) -> int:
+    try:
+        return index(value)
+    except TypeError:
+        raise InputTypeError(f"{field} must be an integer, got {type(value).__name__}", field=field) from None
+
+
 class BatchParseError(ParseError):
     """Strict mode: some rows raised during one ``step`` / ``finish`` call.
 
@@ -170,12 +177,12 @@ class BatchDecoder:
 
     def __init__(self, enc: Encoder, batch_size: int, role: str | None = "assistant", *,
                  pad_id: int | None = -1, vectorized: bool | None = None, **decoder_kwargs: Any) -> None:
-        n = index(batch_size)
+        n = _int(batch_size, "batch_size")
         if n < 1:
-            raise ValueError("batch_size must be >= 1")
+            raise InputError(f"batch_size {n} must be >= 1", field="batch_size")
         self.enc = enc
         self.batch_size = n
-        self.pad_id = None if pad_id is None else index(pad_id)
+        self.pad_id = None if pad_id is None else _int(pad_id, "pad_id")
         self._kw = dict(decoder_kwargs, role=role)
         self._nv = enc.tokenizer.n_vocab
         self._vectorized = n >= VECTOR_MIN_ROWS if vectorized is None else bool(vectorized)
@@ -255,12 +262,9 @@ class BatchDecoder:
             self._lag[r] = 0
 
     def _slow(self, r: int, i: int, errors: dict[int, ParseError]) -> list[Event]:
-        """``feed([i])`` on row ``r``'s decoder (``_sync`` + feed + ``_refresh``, inlined)."""
+        """``feed([i])`` on row ``r``'s decoder: ``_sync``, feed, then re-read only what changed."""
         d = self._decs[r]
-        k = self._lag[r]
-        if k:
-            d.scanner.advance_text(int(k))
-            self._lag[r] = 0
+        self._sync(r)
         try:
             ev = d.feed([i])
         except ParseError as e:
@@ -298,11 +302,12 @@ class BatchDecoder:
         n = self.batch_size
         a = np.asarray(ids)
         if a.shape != (n,):
-            raise ValueError(f"expected {n} ids, got shape {a.shape}")
+            raise InputError(f"expected {n} ids (one per row), got shape {a.shape}", field="ids",
+                             hint="pass pad_id for rows without a token this step")
         src = a
         if a.dtype != np.int64:
             if a.dtype.kind not in "iub" and a.dtype != object:
-                raise TypeError(f"ids must be integers, got {a.dtype}")
+                raise InputTypeError(f"ids must be integers, got {a.dtype}", field="ids")
             # Out-of-range values only need to stay out of the vocabulary: they take the slow
             # path with their own value (src).  uint64 beyond int64 wraps to negative.
             if a.dtype == object:
@@ -348,7 +353,8 @@ class BatchDecoder:
         n = self.batch_size
         il = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
         if len(il) != n:
-            raise ValueError(f"expected {n} ids, got {len(il)}")
+            raise InputError(f"expected {n} ids (one per row), got {len(il)}", field="ids",
+                             hint="pass pad_id for rows without a token this step")
         pad = self.pad_id
         nv = self._nv
         lanes = self._lane
@@ -359,7 +365,7 @@ class BatchDecoder:
         append = out.append
         for r, i, lane in zip(range(n), il, lanes):
             if type(i) is not int:
-                i = index(i)  # numpy integers; TypeError for non-integers
+                i = _int(i, "ids")  # numpy integers; E-INPUT-TYPE for non-integers
             if lane is not None:
                 d = lane.deltas.get(i)
                 if d is not None and i != pad:
@@ -451,9 +457,9 @@ class BatchDecoder:
         return self.batch_size
 
     def _row(self, row: int) -> int:
-        r = index(row)
+        r = _int(row, "row")
         if not 0 <= r < self.batch_size:
-            raise IndexError(f"row {row} out of range for batch size {self.batch_size}")
+            raise InputIndexError(f"row {row} out of range for batch size {self.batch_size}", field="row")
         return r
 
 

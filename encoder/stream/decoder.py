@@ -87,7 +87,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import InputError, ParseError
+from ..errors import InputError, InputTypeError, ParseError
 from ..events import Delta, Error, Event, Stop
 from ..frames import MAX_HEADER_CHARS, FrameMachine
 from ..messages import Message
@@ -275,7 +275,11 @@ class StreamDecoder:
             if isinstance(ids, (int, np.integer)):
                 ids = [int(ids)]
             else:
-                ids = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
+                try:
+                    ids = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
+                except TypeError:
+                    raise InputTypeError(f"ids must be a sequence of integers, got {type(ids).__name__}",
+                                         field="ids") from None
         ft = self._ft
         if ft is not None and len(ids) == 1:
             # Lean path (token-by-token streaming): an ordinary token inside content whose
@@ -293,7 +297,11 @@ class StreamDecoder:
         if self._done:
             return []
         self._ft = None  # stays None if the slow path raises (strict)
-        atoms = self._scan(ids)
+        try:
+            atoms = self._scan(ids)
+        except TypeError:  # no per-id check on the hot path: a non-integer id fails in the scanner
+            raise InputTypeError("ids must be integers; reset() the decoder before reusing it",
+                                 field="ids") from None
         if not atoms:
             res: list[Event] = []
         elif len(atoms) == 1 and type(atoms[0]) is Text and self.fm.state == "content":
