@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from vocab import Tokenizer
+from vocab.errors import InputError
 
 #: characters from which a piece is encoded to a numpy buffer instead of a list
 LONG_TEXT = 256
@@ -67,7 +68,10 @@ class TextEncoder:
         self.short = tokenizer.encode_text
         self.raw = tokenizer.encode_text_raw
         self.long = tokenizer.encode_text_array
-        self.threads = default_threads() if threads is None else max(1, int(threads))
+        if threads is not None and (type(threads) is not int or threads < 1):
+            raise InputError(f"threads={threads!r} must be an integer >= 1 (or None)", field="threads",
+                             hint="1 = never start a thread")
+        self.threads = default_threads() if threads is None else threads
         self.parallel = tokenizer.gil_free and self.threads > 1
 
     def encode(self, items: list[Any]) -> None:
