@@ -166,8 +166,9 @@ def _message(raw: Mapping[str, Any], index: int, call_names: dict[str, str]) -> 
         else:
             role = raw.get("role")
             if role and role != "tool":
-                return [new_message(role, raw.get("content", ""), raw.get("channel") or None, raw.get("recipient"),
-                                    None, raw.get("name"))]
+                # Same values as the general path below: empty channel / recipient mean none.
+                return [new_message(role, raw.get("content", ""), raw.get("channel") or None,
+                                    raw.get("recipient") or None, None, raw.get("name"))]
     role = raw.get("role")
     if not isinstance(role, str) or not role:
         raise InputError("message has no role", index=index, field="role",
@@ -210,6 +211,9 @@ def _message(raw: Mapping[str, Any], index: int, call_names: dict[str, str]) -> 
     thinking = raw.get("reasoning_content", raw.get("thinking", raw.get("reasoning")))
     calls = raw.get("tool_calls") or []
     single = raw.get("tool_call")
+    if single is not None and not isinstance(single, Mapping):
+        raise InputError(f"tool_call must be an object, got {type(single).__name__}", index=index, field="tool_call",
+                         hint='{"recipient": "functions.f", "arguments": "{...}", "id": ..., "content_type": ...}')
     if single:
         # §10: a faithful projection; no content_type means no <|constrain|> (nothing invented).
         calls = [*calls, {"id": single.get("id"), "recipient": single.get("recipient"),

@@ -10,10 +10,11 @@ import numpy as np
 
 import vocab
 from vocab import Tokenizer, canonical_format, control_table
+from vocab.errors import expect
 
 from . import cot as cot_mod
 from .adapters import to_conversation
-from .errors import OcmlError
+from .errors import InputError, InputTypeError, OcmlError
 from .formats import format_class
 from .masks import MaskPolicy, message_flags
 from .messages import Conversation, CotPolicy, Message, Mode
@@ -90,6 +91,7 @@ class Encoder:
             tokenizer = default_tokenizer(self.format_name)
         elif isinstance(tokenizer, str):
             tokenizer = vocab.load(tokenizer)
+        expect(tokenizer, Tokenizer, "tokenizer", "a vocab.Tokenizer, an encoding name or None")
         self.tokenizer: Tokenizer = tokenizer
         self.format = format_class(self.format_name)(tokenizer, validate_bodies=validate_bodies, **format_options)
         self.mask = MaskPolicy.parse(mask)
@@ -139,6 +141,12 @@ class Encoder:
         """
         if errors not in ("raise", "collect"):
             raise vocab.UnknownNameError(f"errors={errors!r}", field="errors", hint="'raise' or 'collect'")
+        if type(chunk) is not int or chunk < 1:
+            raise InputError(f"chunk={chunk!r} must be an integer >= 1", field="chunk")
+        if isinstance(conversations, (str, bytes, dict)) or not hasattr(conversations, "__iter__"):
+            raise InputTypeError("conversations must be an iterable of conversations, got "
+                                 f"{type(conversations).__name__}", field="conversations",
+                                 hint="render(conversation) renders one")
         m = _mode(mode)
         policy = None if mask is None else MaskPolicy.parse(mask)
         cot = cot_mod.parse_cot(cot) if cot is not None else None

@@ -42,6 +42,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from vocab.errors import as_strings
+
 from .errors import InputError, UnrepresentableError
 from .messages import Conversation, Message
 
@@ -124,7 +126,7 @@ def to_interchange(messages: Any, *, ends: Iterable[str] | None = None, strict: 
     anything ``encoder.to_conversation`` reads.
     """
     msgs = _messages(messages)
-    reasons: list[str | None] = list(ends) if ends is not None else [None] * len(msgs)
+    reasons: list[str | None] = list(as_strings(ends, "ends")) if ends is not None else [None] * len(msgs)
     if len(reasons) != len(msgs):
         raise InputError(f"{len(reasons)} end reasons for {len(msgs)} messages", field="ends",
                          hint="pass ParseResult.ends of the same parse, one reason per message")

@@ -115,7 +115,7 @@ class Renderer:
         last = keep[-1] if keep else -1
         for i, (f_prompt, f_header, f_body, f_end) in zip(keep, flags):
             m = msgs[i]
-            end = fmt.end_token(m, train_mode and i == last and m.role == "assistant" and fmt.is_final(m))
+            end = fmt.end_token(m, train_mode and i == last)
             key = fmt.header_key(m)
             body = fmt.plain_body(m)
             hit = headers.get(key)

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from vocab import Tokenizer, UnknownNameError, canonical_format, control_table
+from vocab.errors import expect
 
 if TYPE_CHECKING:
     from .encoder import Encoder
@@ -28,13 +29,25 @@ __all__ = ["hf_stopping_criteria", "stop_ids", "stop_strings", "stop_tokens", "v
 
 def _tokenizer(enc: Encoder | str, tokenizer: Tokenizer | None) -> Tokenizer:
     """The tokenizer given, else the encoder's, else the format's default."""
+    if isinstance(tokenizer, str):
+        from vocab import load
+
+        return load(tokenizer)
     if tokenizer is not None:
+        expect(tokenizer, Tokenizer, "tokenizer", "a vocab.Tokenizer or an encoding name")
         return tokenizer
     if isinstance(enc, str):
         from .encoder import default_tokenizer
 
         return default_tokenizer(canonical_format(enc))
-    return enc.tokenizer
+    return _encoder(enc).tokenizer
+
+
+def _encoder(enc: Any) -> Encoder:
+    from .encoder import Encoder
+
+    expect(enc, Encoder, "enc", "an Encoder or a format name")
+    return enc
 
 
 def stop_tokens(enc: Encoder | str, mode: str = "assistant") -> tuple[str, ...]:
@@ -45,8 +58,8 @@ def stop_tokens(enc: Encoder | str, mode: str = "assistant") -> tuple[str, ...]:
     ``<|im_end|>``; Apertus: ``<|assistant_end|>``, ``<|tools_suffix|>``); ``"all"`` adds
     the other boundaries (``<|end|>``...).
     """
-    table = control_table(enc if isinstance(enc, str) else enc.format_name)
-    if mode not in table.stops:
+    table = control_table(enc if isinstance(enc, str) else _encoder(enc).format_name)
+    if not isinstance(mode, str) or mode not in table.stops:
         raise UnknownNameError(f"unknown stop mode {mode!r}", field="mode",
                                hint="one of: " + ", ".join(table.stops))
     return table.stops[mode]

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from vocab.errors import as_strings
+
 from .errors import InputError, ParseError
 from .frames import FrameMachine
 from .messages import Conversation, CotPolicy, Mode, Options
@@ -49,8 +51,7 @@ def to_text(enc: Encoder, conversation: Any, *, mode: Mode, cot: CotPolicy | str
     msgs = [conv.messages[i] for i in keep]
     frames = []
     for j, m in enumerate(msgs):
-        ret = mode is Mode.TRAIN and j == len(msgs) - 1 and m.role == "assistant" and enc.format.is_final(m)
-        plan = fmt.plan(m, fmt.end_token(m, ret), ctx)
+        plan = fmt.plan(m, fmt.end_token(m, mode is Mode.TRAIN and j == len(msgs) - 1), ctx)
         frames.append("".join(v for _, v in (*plan.prompt, *plan.header, *plan.body, *plan.end)))
     if mode is Mode.PROMPT:
         frames.append("".join(v for _, v in fmt.generation_prompt()))
@@ -106,7 +107,8 @@ def parse_text(enc: Encoder, text: str, *, strict: bool = False) -> Conversation
     gs = meta.get("generation_settings") or {}
     options = Options(
         reasoning_effort=gs.get("reasoning_effort") if isinstance(gs, dict) else None,
-        builtin_tools=tuple(gs["builtin_tools"]) if isinstance(gs, dict) and gs.get("builtin_tools") else None,
+        builtin_tools=(as_strings(gs["builtin_tools"], "generation_settings.builtin_tools")
+                       if isinstance(gs, dict) and gs.get("builtin_tools") else None),
         extra={k: v for k, v in meta.items() if k not in ("version", "generation_settings")},
     )
     return Conversation(tuple(fm.messages), options)

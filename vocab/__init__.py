@@ -8,9 +8,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
-from .errors import OcmlError, UnknownNameError, VocabError
+from .errors import OcmlError, UnknownNameError, VocabError, expect
 from .hf_backend import HFTokenizer, from_hf
 from .tables import FORMAT_NAMES, ControlTable, canonical_format, control_table
 from .tiktoken_backend import TiktokenTokenizer, get_tiktoken
@@ -35,6 +36,7 @@ def load(name: str, register: str | Sequence[str] | None = None) -> TiktokenToke
     ``.tiktoken`` file.  ``register``: a format name (or several) whose control
     tokens are added (at the format's fixed ids where it has them, else appended).
     """
+    expect(name, (str, os.PathLike), "name", "an encoding name or a path to a .tiktoken file")
     formats: tuple[str, ...] = ()
     if register is not None:
         regs = [register] if isinstance(register, str) else list(register)

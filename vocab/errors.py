@@ -153,3 +153,40 @@ def require(module: str, extra: str = "") -> Any:
             f"{module} is required for this feature but is not installed",
             hint=pip,
         ) from exc
+
+
+# -- argument checks for public entry points: a typed error naming the field, never a
+# traceback from deep inside (or a bare string silently split into characters).
+
+def as_strings(value: Any, field: str) -> tuple[str, ...]:
+    """A list of strings (a bare ``str`` is refused: iterating it would give characters)."""
+    if isinstance(value, str) or not _iterable(value) or not all(isinstance(v, str) for v in value):
+        raise InputTypeError(f"{field} must be a list of strings, got {value!r}", field=field,
+                             hint=f"e.g. {field}=[{value!r}]" if isinstance(value, str) else None)
+    return tuple(value)
+
+
+def as_ints(value: Any, field: str) -> tuple[int, ...]:
+    """A list of integers (numpy integers accepted, floats and strings refused)."""
+    import operator
+
+    try:
+        if isinstance(value, (str, bytes)):
+            raise TypeError
+        return tuple(operator.index(v) for v in value)
+    except TypeError:
+        raise InputTypeError(f"{field} must be a list of integers, got {value!r}", field=field) from None
+
+
+def expect(value: Any, types: type | tuple[type, ...], field: str, what: str) -> None:
+    """Raise ``InputTypeError`` unless ``value`` is an instance of ``types``."""
+    if not isinstance(value, types):
+        raise InputTypeError(f"{field} must be {what}, got {type(value).__name__}", field=field)
+
+
+def _iterable(value: Any) -> bool:
+    try:
+        iter(value)
+    except TypeError:
+        return False
+    return True

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
-from .errors import UnknownNameError
+from .errors import UnknownNameError, expect
 
 FORMAT_NAMES: tuple[str, ...] = ("openchatml-2.2", "openchatml-2.0", "harmony", "chatml", "apertus")
 # Accepted spellings that map onto a canonical table name.
@@ -56,6 +56,7 @@ class ControlTable:
 
 
 def canonical_format(name: str) -> str:
+    expect(name, str, "format", "a format name")
     key = name.strip().lower()
     key = ALIASES.get(key, key)
     if key not in FORMAT_NAMES:

@@ -47,12 +47,9 @@ class Format:
 
     def validate(self, conv: Conversation) -> None:
         calls: dict[str, int] = {}
-        valid = self._valid_headers
         bodies = self.validate_bodies
         for i, m in enumerate(conv.messages):
-            # One key and one set lookup per message on the common path: headers repeat.
-            if self.header_key(m) not in valid:
-                self.validate_header(m, i)
+            self.validate_header(m, i)  # one key and one set lookup on the common path: headers repeat
             if bodies and (m.constrain is not None or m.content_type is not None):
                 self.validate_body(m, i)
             if m.call_id is None:
@@ -132,10 +129,12 @@ class Format:
         """Does this assistant message close the answer (gets ``<|return|>`` when last in training)?"""
         return m.effective_channel == "final" and m.recipient is None
 
-    def end_token(self, m: Message, last_train_final: bool) -> str:
+    def end_token(self, m: Message, last_of_train: bool) -> str:
+        """``<|call|>`` for a tool call; ``return_token`` for the final answer that ends a
+        training render (``last_of_train``: ``m`` is its last message); else ``<|end|>``."""
         if m.role == "assistant" and m.recipient is not None:
             return "<|call|>"
-        if last_train_final and self.return_token:
+        if last_of_train and self.return_token and m.role == "assistant" and self.is_final(m):
             return self.return_token
         return "<|end|>"
 

@@ -351,7 +351,11 @@ class BatchDecoder:
 
     def _step_scalar(self, ids: Sequence[int] | np.ndarray, errors: dict[int, ParseError]) -> list[list[Event]]:
         n = self.batch_size
-        il = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
+        try:
+            il = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
+        except TypeError:
+            raise InputTypeError(f"ids must be a sequence of {n} integers, got {type(ids).__name__}",
+                                 field="ids") from None
         if len(il) != n:
             raise InputError(f"expected {n} ids (one per row), got {len(il)}", field="ids",
                              hint="pass pad_id for rows without a token this step")

@@ -87,6 +87,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from vocab.errors import as_ints, as_strings
+
 from ..errors import InputError, InputTypeError, ParseError
 from ..events import Delta, Error, Event, Stop
 from ..frames import MAX_HEADER_CHARS, FrameMachine
@@ -172,14 +174,14 @@ class StreamDecoder:
         self.enc = enc
         self.role = role
         self.strict = strict
-        self.stop_strings = tuple(stop_strings)
+        self.stop_strings = as_strings(stop_strings, "stop_strings")
         self.include_stop_str_in_output = bool(include_stop_str_in_output)
-        self.stop_channels = None if stop_channels is None else frozenset(stop_channels)
-        self.stop_ids = frozenset(int(i) for i in stop_ids)
+        self.stop_channels = None if stop_channels is None else frozenset(as_strings(stop_channels, "stop_channels"))
+        self.stop_ids = frozenset(as_ints(stop_ids, "stop_ids"))
         self.tables = tables_for(enc, self.stop_strings)
         self._harmony = enc.format_name == "harmony"
         self._markers = frozenset(enc.format.table.markers)
-        self._names = {i: n for n, i in enc.tokenizer.specials.items()}
+        self._names = enc.tokenizer.special_ids  # cached on the tokenizer: not rebuilt per decoder
         self.scanner = Scanner(self.tables)
         self.reset()
 
