@@ -44,6 +44,16 @@ def _text_format(enc: Encoder):  # type: ignore[no-untyped-def]
     return fmt
 
 
+def _text_reader(enc: Encoder) -> tuple[TextSplitter, frozenset[str]]:
+    """The splitter for text where every control is spelled out, and the format's markers:
+    built once per encoder (parse_text is called per transcript)."""
+    hit = getattr(enc, "_text_reader", None)
+    if hit is None:
+        hit = (TextSplitter(_text_format(enc).text_controls), frozenset(enc.format.table.markers))
+        enc._text_reader = hit  # type: ignore[attr-defined]
+    return hit
+
+
 def to_text(enc: Encoder, conversation: Any, *, mode: Mode, cot: CotPolicy | str | None, header: bool) -> str:
     conv, keep = enc.prepare(conversation, cot)
     fmt = _text_format(enc)
@@ -98,10 +108,8 @@ def parse_text(enc: Encoder, text: str, *, strict: bool = False) -> Conversation
     if version and not (version.startswith("2") or version.startswith("1")):
         raise ParseError(f"transcript version {version} is not 1.x or 2.x", code="E-PARSE-DOCUMENT-HEADER",
                          field="version")
-    fmt = _text_format(enc)
-    splitter = TextSplitter(fmt.text_controls)
-    fm = FrameMachine(harmony=enc.format_name == "harmony", strict=strict,
-                      markers=frozenset(enc.format.table.markers))
+    splitter, markers = _text_reader(enc)
+    fm = FrameMachine(harmony=enc.format_name == "harmony", strict=strict, markers=markers)
     splitter.feed(body.encode("utf-8"), fm, 0, False)
     fm.finish(0)
     gs = meta.get("generation_settings") or {}

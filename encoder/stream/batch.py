@@ -118,27 +118,6 @@ VECTOR_MIN_ROWS = 128
 #: Lanes (lean table, channel, visible) with cached ``Delta`` objects; more flush the caches.
 MAX_LANES = 16
 
-def _lean_mask(tables: Any, ft: list, n_vocab: int) -> np.ndarray:
-    """bool[n_vocab + 1]: ``ft[id] is not None``; column n_vocab (every out-of-range id) False.
-
-    Cached on the scanner tables (themselves cached per encoder and stop strings).
-    """
-    cache = getattr(tables, "_batch_lean_masks", None)
-    if cache is None:
-        cache = {}
-        try:
-            tables._batch_lean_masks = cache
-        except AttributeError:  # pragma: no cover - tables without a __dict__: no cache
-            pass
-    hit = cache.get(id(ft))
-    if hit is not None and hit[0] is ft:
-        return hit[1]
-    m = np.zeros(n_vocab + 1, dtype=bool)
-    m[:n_vocab] = np.fromiter((t is not None for t in ft[:n_vocab]), dtype=bool, count=n_vocab)
-    cache[id(ft)] = (ft, m)
-    return m
-
-
 def _int(value: Any, field: str) -> int:
     try:
         return index(value)
@@ -228,7 +207,7 @@ class BatchDecoder:
         lane = _Lane(ft, channel, visible)
         k = len(self._lanes) + 1
         if self._vectorized:
-            cls = _lean_mask(tables, ft, self._nv).astype(np.int8)
+            cls = tables.mode_of(ft).lean_mask().astype(np.int8)
             self._cls = np.concatenate([self._cls, cls])
             self._dm = np.concatenate([self._dm, np.full(self._nv + 1, None, dtype=object)])
         self._lanes[key] = (k, lane)

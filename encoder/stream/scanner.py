@@ -242,7 +242,7 @@ class _Mode:
     longest one ending there) or -1; ``depth[s]`` the holdback in state ``s``.
     """
 
-    __slots__ = ("delta", "out", "depth", "pats", "fast", "fast_text", "n_states", "max_pattern")
+    __slots__ = ("delta", "out", "depth", "pats", "fast", "fast_text", "n_states", "max_pattern", "_lean_mask")
 
     def __init__(
         self,
@@ -274,6 +274,17 @@ class _Mode:
         self.fast_text: list[Optional[str]] = [
             t if f == 0 else None for t, f in zip(token_text, self.fast)
         ] + [None] * len(fast)
+        self._lean_mask: Optional[np.ndarray] = None
+
+    def lean_mask(self) -> np.ndarray:
+        """bool ``[n_vocab + 1]``: ``fast_text[id] is not None``; the last column (every
+        out-of-range id) False.  For vectorised lookups (``BatchDecoder``); built on first use."""
+        if self._lean_mask is None:
+            n = len(self.fast_text) // 2
+            m = np.zeros(n + 1, dtype=bool)
+            m[:n] = np.fromiter((t is not None for t in self.fast_text[:n]), dtype=bool, count=n)
+            self._lean_mask = m
+        return self._lean_mask
 
 
 def token_texts(token_bytes: Sequence[Optional[bytes]]) -> list[Optional[str]]:
@@ -510,6 +521,13 @@ class ScannerTables:
         self.max_pending: int = max(self.normal.max_pattern - 1, 0) + 3
         #: Seconds spent building these tables (reported by benchmarks).
         self.build_seconds: float = time.perf_counter() - t0
+
+    def mode_of(self, fast_text: list) -> _Mode:
+        """The mode whose ``fast_text`` table this is (``StreamDecoder.lean_table``)."""
+        for mode in (self.normal, self.literal):
+            if mode is not None and mode.fast_text is fast_text:
+                return mode
+        raise KeyError("not a fast_text table of these scanner tables")
 
 
 # --------------------------------------------------------------------------
