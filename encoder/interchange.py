@@ -113,7 +113,7 @@ def _messages(messages: Any) -> Sequence[Message]:
         return messages
     from .adapters import to_conversation
 
-    return to_conversation(messages).messages
+    return to_conversation(messages, shape="native").messages  # canonical / §10 dicts, as written
 
 
 def to_interchange(messages: Any, *, ends: Iterable[str] | None = None, strict: bool = False) -> list[dict[str, Any]]:

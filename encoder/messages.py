@@ -46,6 +46,12 @@ class Message:
     structured: Any = None
     # Per-message training override (None = follow the mask policy).
     train: bool | None = None
+    # Where the message came from in the caller's input (not part of its identity): the input
+    # message's position (None = built by ocml, e.g. a system header from options) and the
+    # field its content came from (``content``, ``reasoning_content``,
+    # ``tool_calls[0].function.arguments``).  Errors and ``RenderResult.message_index`` use it.
+    source: int | None = field(default=None, compare=False, repr=False)
+    source_field: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def effective_channel(self) -> str | None:
@@ -65,6 +71,8 @@ class Message:
         """Canonical dict (None fields omitted); ``adapters`` reads it back unchanged."""
         out: dict[str, Any] = {}
         for f in fields(self):
+            if not f.compare:
+                continue
             val = getattr(self, f.name)
             if val is None or (f.name == "content" and val == "" and self.structured is not None):
                 continue
@@ -77,7 +85,8 @@ class Message:
 
 
 #: ``Message(...)`` (positional) without the frozen ``__init__``: adapters build one per input message.
-new_message = fast_constructor(Message, ("user", "x", "final", None, None, "n"))
+new_message = fast_constructor(Message, ("user", "x", "final", None, None, "n", None, None, None, None, None, None, 3,
+                                         "content"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +100,7 @@ class Options:
     knowledge_cutoff: str | None = None
     model_identity: str | None = None
     instructions: str | None = None
+    #: transcript metadata (the YAML header of ``to_text``) that is not an option
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -103,6 +113,8 @@ class Options:
 class Conversation:
     messages: tuple[Message, ...]
     options: Options = field(default_factory=Options)
+    #: read from OpenAI / HF chat dicts (mapped the way the models expect), not a format's own terms
+    chat: bool = field(default=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.messages)

@@ -28,16 +28,46 @@ from .textenc import TextEncoder
 _HEADER_CACHE_MAX = 4096
 
 
+#: ``message_index`` of the generation prompt, and of messages ocml built itself (a system
+#: header from conversation options)
+GENERATION_PROMPT = -1
+SYNTHESIZED = -2
+
+
 @dataclass(frozen=True, slots=True)
 class RenderResult:
-    ids: np.ndarray            # int32 [n]
-    mask: np.ndarray           # bool  [n]: trained tokens
-    message_index: np.ndarray  # int32 [n]: index into ``conversation.messages``, -1 = generation prompt
-    conversation: Conversation  # what was rendered (normalised input)
-    dropped: tuple[int, ...] = ()  # messages left out by the CoT policy
+    ids: np.ndarray             # int32 [n]
+    mask: np.ndarray            # bool  [n]: trained tokens
+    expanded_index: np.ndarray  # int32 [n]: index into ``conversation.messages``, -1 = generation prompt
+    conversation: Conversation  # what was rendered (normalised, expanded input)
+    dropped_expanded: tuple[int, ...] = ()  # ``conversation.messages`` left out by the CoT policy
 
     def __len__(self) -> int:
         return int(self.ids.shape[0])
+
+    def _sources(self) -> np.ndarray:
+        """Input position of each expanded message (``SYNTHESIZED`` for ocml's own)."""
+        return np.array([SYNTHESIZED if m.source is None else m.source for m in self.conversation.messages],
+                        dtype=np.int32)
+
+    @property
+    def message_index(self) -> np.ndarray:
+        """int32 [n]: the position in the caller's message list each token came from
+        (-1 = generation prompt, -2 = a message ocml built from the conversation options).
+        One input message may expand into several (reasoning, answer, one per tool call):
+        ``expanded_index`` tells those apart."""
+        src = self._sources()
+        if len(src) == 0:
+            return self.expanded_index.copy()
+        idx = self.expanded_index
+        return np.where(idx >= 0, src[np.maximum(idx, 0)], idx).astype(np.int32)
+
+    @property
+    def dropped(self) -> tuple[int, ...]:
+        """Input positions of the messages whose content (or part of it: the reasoning of an
+        answer) the CoT policy left out."""
+        msgs = self.conversation.messages
+        return tuple(sorted({SYNTHESIZED if msgs[i].source is None else msgs[i].source for i in self.dropped_expanded}))
 
     @property
     def labels(self) -> np.ndarray:

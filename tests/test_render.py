@@ -33,10 +33,14 @@ ENCODERS = {
 _cache: dict[str, encoder.Encoder] = {}
 
 
-def enc_(name: str) -> encoder.Encoder:
-    if name not in _cache:
-        _cache[name] = ENCODERS[name]()
-    return _cache[name]
+def enc_(name: str, shape: str = "auto") -> encoder.Encoder:
+    """``shape="native"``: the generator writes conversations in the formats' own terms, and a
+    prefix of one (``[system, user]``) carries no sign of that, so prefix renders say so."""
+    key = f"{name}/{shape}"
+    if key not in _cache:
+        enc = ENCODERS[name]()
+        _cache[key] = enc if shape == "auto" else encoder.Encoder(enc.format_name, enc.tokenizer, shape=shape)
+    return _cache[key]
 
 
 def plain(raw: dict) -> list[dict]:
@@ -68,7 +72,7 @@ def fields(m: encoder.Message) -> tuple:
 
 @pytest.mark.parametrize("name", ["harmony", "ocm22", "ocm22-fallback", "ocm20"])
 def test_prompt_is_prefix_and_mask_is_exactly_the_generated_spans(name):
-    enc = enc_(name)
+    enc = enc_(name, "native")
     rng = random.Random(7)
     checked = 0
     for _ in range(150):
@@ -180,7 +184,7 @@ def conversations(draw):
 @settings(max_examples=120, deadline=None)
 @given(conv=conversations())
 def test_render_then_parse_gives_back_the_messages(name, conv):
-    enc = enc_(name)
+    enc = enc_(name, "native")  # canonical dicts: the formats' own terms
     try:
         r = enc.render(conv, mode="history", cot="keep-all")
     except UnrepresentableError:
@@ -194,7 +198,7 @@ def test_render_then_parse_gives_back_the_messages(name, conv):
 @settings(max_examples=120, deadline=None)
 @given(conv=conversations())
 def test_to_text_then_parse_text(name, conv):
-    enc = enc_(name)
+    enc = enc_(name, "native")  # canonical dicts: the formats' own terms
     try:
         text = enc.to_text(conv)
     except UnrepresentableError:
@@ -208,7 +212,7 @@ def test_to_text_then_parse_text(name, conv):
 @given(conv=conversations())
 def test_no_content_becomes_a_control_or_a_message(conv):
     for name in ("ocm22", "ocm22-fallback", "harmony"):
-        enc = enc_(name)
+        enc = enc_(name, "native")  # canonical dicts: no system header is added
         try:
             r = enc.render(conv, mode="history", cot="keep-all")
         except UnrepresentableError:
@@ -303,7 +307,9 @@ def test_batch_collects_bad_records_and_goes_on():
     assert [r is None for r in batch] == [False, True, False]
     assert batch.errors[0][0] == 1 and isinstance(batch.errors[0][1], OcmlError)
     flat = batch.ragged()
-    assert flat["offsets"].tolist() == [0, 5, 10] and flat["ids"].dtype == np.int32
+    n = len(enc.render([{"role": "user", "content": "a"}]))  # the model's system header + 5 tokens
+    assert flat["offsets"].tolist() == [0, n, 2 * n] and flat["ids"].dtype == np.int32
+    assert flat["index"].tolist() == [0, 2]  # input positions survive the failed row
 
 
 # -- input shapes ---------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from typing import ClassVar
 
 from vocab import ControlTable, Tokenizer, control_table
 
+from ..adapters import DEFAULT_STYLE, ChatStyle, suggest
 from ..errors import BodyConstraintError, CallSchemaError, HeaderError, UnrepresentableError
 from ..messages import Conversation, Message
 from ..pieces import CTL, TXT, MessagePlan, Piece
@@ -28,6 +29,11 @@ class Format:
     #: the control that ends the last assistant ``final`` of a training render, if the format has one
     return_token: ClassVar[str | None] = None
     channels: ClassVar[tuple[str, ...] | None] = ("analysis", "commentary", "final")
+    #: the roles a message may have (plus ``functions.NAME`` where ``tool_namespace_roles``)
+    roles: ClassVar[tuple[str, ...]] = ("system", "developer", "user", "assistant", "tool")
+    tool_namespace_roles: ClassVar[bool] = True
+    #: how OpenAI / HF chat dicts map into this format (applied by ``encoder.adapters``)
+    chat_style: ClassVar[ChatStyle] = DEFAULT_STYLE
 
     def __init__(self, tokenizer: Tokenizer, *, validate_bodies: bool = True) -> None:
         self.tokenizer = tokenizer
@@ -70,6 +76,7 @@ class Format:
         self._valid_headers.add(key)
 
     def _check_header(self, m: Message, i: int) -> None:
+        self.check_role(m.role, i)
         for f in HEADER_FIELDS:
             val = getattr(m, f)
             if val is None:
@@ -83,6 +90,13 @@ class Format:
         if self.channels is not None and m.channel is not None and m.channel not in self.channels:
             raise HeaderError(f"channel {m.channel!r} is not one of {', '.join(self.channels)}", index=i,
                               field="channel")
+
+    def check_role(self, role: str, i: int | None) -> None:
+        """The role grammar: one of ``roles``, or ``functions.NAME`` (a legacy tool reply)."""
+        if role in self.roles or (self.tool_namespace_roles and role.startswith("functions.") and len(role) > 10):
+            return
+        raise HeaderError(f"unknown role {role!r} for {self.name}", code="E-ROLE-UNKNOWN", index=i, field="role",
+                          hint=suggest(role, self.roles) + "roles: " + ", ".join(self.roles))
 
     def validate_body(self, m: Message, i: int) -> None:
         ctype = m.constrain or m.content_type

@@ -14,12 +14,17 @@ Differences from openai-harmony, all deliberate and documented:
 - conversation options (``reasoning_effort``, ``tools``, ``date``...) synthesise the system
   and developer messages the gpt-oss way (plain leading system/developer text becomes
   the developer instructions).
+- OpenAI / HF chat data (``Conversation.chat``) always gets the model's own system header
+  (the official gpt-oss template's mapping, in openai-harmony's bytes): the first message,
+  if it is a system or developer message, becomes the developer instructions; later system
+  or developer messages are developer messages; no date unless the caller gives one.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+from ..adapters import ChatStyle
 from ..errors import CallSchemaError, InputError
 from ..messages import Conversation, Message, Options
 from ..pieces import CTL, TXT, MessagePlan, Piece
@@ -39,6 +44,8 @@ class HarmonyFormat(Format):
     name: ClassVar[str] = "harmony"
     return_token: ClassVar[str | None] = "<|return|>"
     channels: ClassVar[tuple[str, ...] | None] = None  # Harmony takes any channel word
+    # gpt-oss template: assistant content next to tool calls is the call's analysis
+    chat_style: ClassVar[ChatStyle] = ChatStyle(content_with_calls="analysis")
 
     def __init__(self, tokenizer, *, validate_bodies: bool = True, recipient_after_channel: bool = False) -> None:  # type: ignore[no-untyped-def]
         super().__init__(tokenizer, validate_bodies=validate_bodies)
@@ -58,14 +65,17 @@ class HarmonyFormat(Format):
                 raise CallSchemaError("a tool message needs the tool's name", index=i, field="name",
                                       hint="set name='functions.<tool>' (or tool_call_id of an earlier call)")
             strip = strip or m.call_id is not None or m.intent is not None
-        if not strip and (has_system or not conv.options.wants_system):
+        if conv.chat:
+            out = _synthesize(list(msgs), conv.options, chat=True)
+        elif not strip and (has_system or not conv.options.wants_system):
             return conv  # the common case: nothing to rewrite
-        out = list(msgs)
-        if conv.options.wants_system and not has_system:
-            out = _synthesize(out, conv.options)
+        else:
+            out = list(msgs)
+            if conv.options.wants_system and not has_system:
+                out = _synthesize(out, conv.options)
         # Harmony headers have no call_id / intent (gpt-oss never saw them): dropped, not rendered.
         out = [m.with_(call_id=None, intent=None) if (m.call_id or m.intent) else m for m in out]
-        return Conversation(tuple(out), conv.options)
+        return Conversation(tuple(out), conv.options, chat=conv.chat)
 
     def is_final(self, m: Message) -> bool:
         return m.channel == "final"  # Harmony: the channel word itself, no 1.x default
@@ -104,13 +114,23 @@ class HarmonyFormat(Format):
         return MessagePlan(((CTL, "<|start|>"), (TXT, role)), tuple(header), body, ((CTL, end),))
 
 
-def _synthesize(msgs: list[Message], opt: Options) -> list[Message]:
-    """The gpt-oss convention: a system message from options, plain system/developer text as instructions."""
+def _synthesize(msgs: list[Message], opt: Options, chat: bool = False) -> list[Message]:
+    """The gpt-oss convention: a system message from options, plain system/developer text as instructions.
+
+    ``chat``: OpenAI / HF chat data, the official template's rule: only the first message
+    becomes the instructions; later system/developer messages stay, as developer messages.
+    """
     lead: list[str] = []
     rest = msgs
+    lead_source: int | None = None
     while rest and rest[0].role in ("system", "developer") and rest[0].structured is None:
         lead.append(rest[0].content)
+        lead_source = rest[0].source if lead_source is None else lead_source
         rest = rest[1:]
+        if chat:
+            break
+    if chat:
+        rest = [m.with_(role="developer") if m.role == "system" else m for m in rest]
     kw: dict[str, object] = {}
     if opt.model_identity is not None:
         kw["model_identity"] = opt.model_identity
@@ -130,7 +150,7 @@ def _synthesize(msgs: list[Message], opt: Options) -> list[Message]:
             instructions=instructions or None,
             tools={"functions": ToolNamespace("functions", None, fn_tools)} if fn_tools else None,
         )
-        out.append(Message(role="developer", structured=dc))
+        out.append(Message(role="developer", structured=dc, source=lead_source if lead else None))
     existing_dev = [m for m in rest if m.role == "developer" and isinstance(m.structured, DeveloperContent)]
     if existing_dev and len(out) > 1:
         raise InputError("options would create a developer message, but the conversation already has one",

@@ -40,8 +40,6 @@ class OpenChatML22(Format):
 
     def normalize(self, conv: Conversation) -> Conversation:
         msgs = list(conv.messages)
-        if conv.options.wants_system and not any(isinstance(m.structured, SystemContent) for m in msgs):
-            msgs = _synthesize(msgs, conv.options)
         calls: dict[str, str] = {}
         for i, m in enumerate(msgs):
             if m.is_tool_call and m.call_id:
@@ -54,7 +52,10 @@ class OpenChatML22(Format):
                 msgs[i] = m.with_(name=inferred)
             if self.require_call_ids and (m.is_tool_call or self.is_tool_reply(m)) and not m.call_id:
                 raise CallSchemaError("tool calls and replies must carry call_id (§8.2)", index=i, field="call_id")
-        return Conversation(tuple(msgs), conv.options)
+        # Synthesised last, so the errors above index the caller's messages.
+        if conv.options.wants_system and not any(isinstance(m.structured, SystemContent) for m in msgs):
+            msgs = _synthesize(msgs, conv.options)
+        return Conversation(tuple(msgs), conv.options, chat=conv.chat)
 
     def validate(self, conv: Conversation) -> None:
         super().validate(conv)
@@ -118,7 +119,7 @@ class OpenChatML20(OpenChatML22):
         conv = super().normalize(conv)
         msgs = tuple(m.with_(call_id=None, intent=None, content_type=None, constrain=None)
                      if (m.call_id or m.intent or m.content_type or m.constrain) else m for m in conv.messages)
-        return Conversation(msgs, conv.options)
+        return Conversation(msgs, conv.options, chat=conv.chat)
 
     def validate(self, conv: Conversation) -> None:
         Format.validate(self, conv)
