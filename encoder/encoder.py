@@ -13,7 +13,7 @@ from vocab import Tokenizer, canonical_format, control_table
 from vocab.errors import expect
 
 from . import cot as cot_mod
-from .adapters import to_conversation
+from .adapters import SHAPES, relocate, to_conversation
 from .errors import InputError, InputTypeError, OcmlError
 from .formats import format_class
 from .masks import MaskPolicy, message_flags
@@ -53,8 +53,11 @@ class Batch:
         return self.results[i]
 
     def ragged(self) -> dict[str, np.ndarray]:
-        """Flat ``ids``/``mask`` plus ``offsets`` (len n+1) over the successful results."""
-        ok = [r for r in self.results if r is not None]
+        """The successful results, flat: ``ids``/``mask``/``message_index`` (concatenated),
+        ``offsets`` (int64, len n+1) and ``index`` (int64, len n: the input index of each
+        document, since failed rows are left out and positions no longer line up)."""
+        index = [i for i, r in enumerate(self.results) if r is not None]
+        ok = [self.results[i] for i in index]
         lens = np.array([len(r) for r in ok], dtype=np.int64)
         offsets = np.zeros(len(ok) + 1, dtype=np.int64)
         np.cumsum(lens, out=offsets[1:])
@@ -62,7 +65,30 @@ class Batch:
             "ids": np.concatenate([r.ids for r in ok]) if ok else np.zeros(0, np.int32),
             "mask": np.concatenate([r.mask for r in ok]) if ok else np.zeros(0, bool),
             "offsets": offsets,
+            "index": np.array(index, dtype=np.int64),
+            "message_index": np.concatenate([r.message_index for r in ok]) if ok else np.zeros(0, np.int32),
         }
+
+
+def _check_format_options(cls: type, options: dict[str, Any]) -> None:
+    """``Encoder(foo=1)``: a typed error naming the argument, not a TypeError from deep inside."""
+    import inspect
+
+    accepted = [p.name for p in inspect.signature(cls.__init__).parameters.values()
+                if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name != "validate_bodies"]
+    for name in options:
+        if name not in accepted:
+            from .adapters import suggest
+
+            raise InputError(f"Encoder got an unknown argument {name!r} for format {cls.name!r}",  # type: ignore[attr-defined]
+                             code="E-INPUT-ARGUMENT", field=name,
+                             hint=suggest(name, [*accepted, "mask", "cot", "threads", "validate_bodies", "tokenizer"])
+                             + "arguments: tokenizer, mask, cot, validate_bodies, threads"
+                             + "".join(", " + a for a in accepted))
+
+
+def _rebuild_encoder(format_name: str, tokenizer: Tokenizer, options: dict[str, Any]) -> Encoder:
+    return Encoder(format_name, tokenizer, **options)
 
 
 class Encoder:
@@ -84,6 +110,7 @@ class Encoder:
         cot: CotPolicy | str | None = None,
         validate_bodies: bool = True,
         threads: int | None = None,
+        shape: str = "auto",
         **format_options: Any,
     ) -> None:
         self.format_name = canonical_format(format)
@@ -93,10 +120,24 @@ class Encoder:
             tokenizer = vocab.load(tokenizer)
         expect(tokenizer, Tokenizer, "tokenizer", "a vocab.Tokenizer, an encoding name or None")
         self.tokenizer: Tokenizer = tokenizer
-        self.format = format_class(self.format_name)(tokenizer, validate_bodies=validate_bodies, **format_options)
+        if shape not in SHAPES:
+            raise vocab.UnknownNameError(f"unknown input shape {shape!r}", field="shape",
+                                         hint="'auto' (default), 'chat' (OpenAI / HF chat data) or 'native'")
+        self.shape = shape
+        cls = format_class(self.format_name)
+        _check_format_options(cls, format_options)
+        self.format = cls(tokenizer, validate_bodies=validate_bodies, **format_options)
         self.mask = MaskPolicy.parse(mask)
         self.cot = cot_mod.parse_cot(cot)
         self.renderer = Renderer(self.format, tokenizer, threads)
+        # The recipe ``__reduce__`` ships to worker processes (the tokenizer pickles as its own recipe).
+        self._options: dict[str, Any] = dict(format_options, mask=self.mask, cot=self.cot,
+                                             validate_bodies=validate_bodies, threads=threads, shape=shape)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickle small (format name, tokenizer recipe, options), never vocabularies or caches:
+        # a worker rebuilds the encoder once from its own per-process tokenizer cache.
+        return (_rebuild_encoder, (self.format_name, self.tokenizer, self._options))
 
     def __repr__(self) -> str:
         return f"<Encoder {self.format_name} on {self.tokenizer!r}>"
@@ -109,8 +150,15 @@ class Encoder:
     # -- rendering -------------------------------------------------------------
     def prepare(self, conversation: Any, cot: CotPolicy | str | None = None) -> tuple[Conversation, list[int]]:
         """Normalised, validated conversation and the indices of the messages to render."""
-        conv = self.format.normalize(to_conversation(conversation))
-        self.format.validate(conv)
+        given = to_conversation(conversation, self.format.chat_style, self.shape)  # type: ignore[arg-type]
+        try:
+            conv = self.format.normalize(given)
+        except OcmlError as exc:
+            raise relocate(exc, given.messages) from None
+        try:
+            self.format.validate(conv)
+        except OcmlError as exc:
+            raise relocate(exc, conv.messages) from None
         policy = self.cot if cot is None else cot_mod.parse_cot(cot)
         drop = cot_mod.dropped(conv.messages, policy)
         keep = [i for i in range(len(conv.messages)) if i not in drop]
@@ -123,7 +171,10 @@ class Encoder:
         kept = msgs if len(keep) == len(msgs) else [msgs[i] for i in keep]
         flags = message_flags(kept, self.mask if mask is None else mask)
         dropped = () if len(keep) == len(msgs) else tuple(sorted(set(range(len(msgs))).difference(keep)))
-        return self.renderer.layout(conv, keep, flags, mode is Mode.TRAIN, mode is Mode.PROMPT, dropped)
+        try:
+            return self.renderer.layout(conv, keep, flags, mode is Mode.TRAIN, mode is Mode.PROMPT, dropped)
+        except OcmlError as exc:
+            raise relocate(exc, msgs) from None
 
     def render(self, conversation: Any, mode: Mode | str = "train", *, cot: CotPolicy | str | None = None,
                mask: MaskPolicy | str | dict | None = None) -> RenderResult:
