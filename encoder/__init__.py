@@ -13,10 +13,23 @@ from .errors import OcmlError
 from .interchange import to_interchange
 from .masks import MaskPolicy
 from .messages import Conversation, CotPolicy, Message, Mode, Options
+from .pack import Packed, Packer, PackReport, pack
 from .render import RenderResult
 
 __all__ = [
     "Batch", "Conversation", "CotPolicy", "Encoder", "MaskPolicy", "Message", "Mode", "OcmlError", "Options",
-    "RenderResult", "to_conversation", "to_interchange",
+    "PackReport", "Packed", "Packer", "RenderResult", "pack", "to_conversation", "to_interchange",
 ]
 
+# ``import encoder; encoder.stops.stop_ids(...)`` works without importing the submodule first.
+_SUBMODULES = frozenset({"adapters", "cot", "errors", "events", "formats", "frames", "headers", "interchange", "masks",
+                         "messages", "pack", "parse", "pieces", "render", "stops", "stream", "textenc", "transcript",
+                         "cli", "pipeline", "integrations", "template"})
+
+
+def __getattr__(name: str):  # type: ignore[no-untyped-def]
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
