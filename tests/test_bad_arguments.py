@@ -57,3 +57,95 @@ def test_empty_recipient_means_none_on_every_adapter_path(enc):
     fast = enc.render([{"role": "assistant", "content": "x", "recipient": ""}])
     general = enc.render([{"role": "assistant", "content": "x", "recipient": "", "train": None}])
     assert fast.ids.tolist() == general.ids.tolist()
+
+
+# --- vocab entry points (issue 8): every public Tokenizer / vocab call, both backends -----------
+# (code, field, position) expected; a bad id is E-VOCAB-ID at its position, never another token.
+
+import numpy as np  # noqa: E402
+
+def _tiny_hf():
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import models, pre_tokenizers
+
+    raw = tokenizers.Tokenizer(models.BPE(vocab={c: i for i, c in enumerate("abcdefgh")}, merges=[]))
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    return vocab.from_hf(raw, register="openchatml-2.0")
+
+
+_HF: list = []
+
+
+def _backend(name):
+    if name == "tiktoken":
+        return vocab.load("o200k_base")  # ids 199998 and 200000..200017 are holes
+    if not _HF:
+        _HF.append(_tiny_hf())
+    return _HF[0]
+
+
+VOCAB_CASES = {
+    "decode([1.5])": (lambda t: t.decode([1.5]), "E-INPUT-TYPE", "ids", 0),
+    "decode('abc')": (lambda t: t.decode("abc"), "E-INPUT-TYPE", "ids", None),
+    "decode(None)": (lambda t: t.decode(None), "E-INPUT-TYPE", "ids", None),
+    "decode([1, None])": (lambda t: t.decode([1, None]), "E-INPUT-TYPE", "ids", 1),
+    "decode float array": (lambda t: t.decode(np.array([1.0])), "E-INPUT-TYPE", "ids", None),
+    "decode 2-D array": (lambda t: t.decode(np.zeros((1, 2), dtype=np.int32)), "E-INPUT-TYPE", "ids", None),
+    "decode([-1])": (lambda t: t.decode([-1]), "E-VOCAB-ID", "ids", 0),
+    "decode([1, -2])": (lambda t: t.decode([1, -2]), "E-VOCAB-ID", "ids", 1),
+    "decode([n_vocab])": (lambda t: t.decode([1, 2, t.n_vocab]), "E-VOCAB-ID", "ids", 2),
+    "decode([2**70])": (lambda t: t.decode([2 ** 70]), "E-VOCAB-ID", "ids", 0),
+    "decode int32 array with -1": (lambda t: t.decode(np.array([1, -1], dtype=np.int32)), "E-VOCAB-ID", "ids", 1),
+    "decode_bytes tuple with -5": (lambda t: t.decode_bytes((1, 2, -5)), "E-VOCAB-ID", "ids", 2),
+    "token_bytes('a')": (lambda t: t.token_bytes("a"), "E-INPUT-TYPE", "token_id", None),
+    "token_bytes(1.0)": (lambda t: t.token_bytes(1.0), "E-INPUT-TYPE", "token_id", None),
+    "token_bytes(-1)": (lambda t: t.token_bytes(-1), "E-VOCAB-ID", "token_id", None),
+    "token_bytes(n_vocab)": (lambda t: t.token_bytes(t.n_vocab), "E-VOCAB-ID", "token_id", None),
+    "encode_text(5)": (lambda t: t.encode_text(5), "E-INPUT-TYPE", "text", None),
+    "encode_text(b'x')": (lambda t: t.encode_text(b"x"), "E-INPUT-TYPE", "text", None),
+    "encode_text_array(5)": (lambda t: t.encode_text_array(5), "E-INPUT-TYPE", "text", None),
+    "encode_continuation(5)": (lambda t: t.encode_continuation(5), "E-INPUT-TYPE", "text", None),
+    "encode_batch('ab')": (lambda t: t.encode_batch("ab"), "E-INPUT-TYPE", "texts", None),
+    "encode_batch([1])": (lambda t: t.encode_batch(["a", 1]), "E-INPUT-TYPE", "texts", None),
+    "control_id(5)": (lambda t: t.control_id(5), "E-INPUT-TYPE", "token", None),
+    "to_hf(eos_token=5)": (lambda t: t.to_hf(eos_token=5), "E-INPUT-TYPE", "eos_token", None),
+    "to_hf(pad_token unknown)": (lambda t: t.to_hf(pad_token="<|nope|>"), "E-UNKNOWN-NAME", "pad_token", None),
+}
+
+
+@pytest.mark.parametrize("backend", ["tiktoken", "hf"])
+@pytest.mark.parametrize("case", list(VOCAB_CASES))
+def test_vocab_bad_argument_names_field_and_position(backend, case):
+    call, code, field, position = VOCAB_CASES[case]
+    tok = _backend(backend)
+    with pytest.raises(OcmlError) as info:
+        call(tok)
+    err = info.value
+    assert (err.code, err.field, err.position) == (code, field, position), err
+
+
+def test_vocab_hole_ids_are_errors_not_tokens():
+    tok = vocab.load("o200k_base")
+    for hole in (199998, 200000, 200017):
+        with pytest.raises(OcmlError) as info:
+            tok.decode([9906, hole])
+        assert info.value.code == "E-VOCAB-ID" and info.value.position == 1
+    assert tok.decode([200018]) == "<|endofprompt|>"  # a real special still decodes
+
+
+LOAD_CASES = {
+    "load(register=5)": (lambda: vocab.load("o200k_base", register=5), "E-INPUT-TYPE", "register"),
+    "load(register=[.., 5])": (lambda: vocab.load("o200k_base", register=["chatml", 5]), "E-INPUT-TYPE", "register"),
+    "load(register unknown)": (lambda: vocab.load("o200k_base", register="chatml-9"), "E-UNKNOWN-NAME", "register"),
+    "from_hf(5)": (lambda: vocab.from_hf(5), "E-INPUT-TYPE", "obj"),
+    "from_hf(register=5)": (lambda: vocab.from_hf(_tiny_hf().backend, register=5), "E-INPUT-TYPE", "register"),
+    "from_hf(name=5)": (lambda: vocab.from_hf(_tiny_hf().backend, name=5), "E-INPUT-TYPE", "name"),
+}
+
+
+@pytest.mark.parametrize("case", list(LOAD_CASES))
+def test_vocab_loaders_name_the_argument(case):
+    call, code, field = LOAD_CASES[case]
+    with pytest.raises(OcmlError) as info:
+        call()
+    assert (info.value.code, info.value.field) == (code, field), info.value

@@ -156,3 +156,77 @@ def test_from_hf_registers_missing_tokens():
     assert None not in ids and len(set(ids)) == 6
     assert raw.get_vocab_size(True) == 6  # the caller's object is untouched
     assert not set(tok.encode_text("<|start|>")) & set(ids)
+
+
+# --- to_hf (issue 11): cached conversion, a fresh object per call, role tokens --------------------
+
+@pytest.fixture
+def tiny_tiktoken(tmp_path, monkeypatch):
+    """A 256-byte .tiktoken vocabulary with openchatml-2.0 registered; empty to_hf cache."""
+    import base64
+    from collections import OrderedDict
+
+    from vocab import tiktoken_backend
+
+    pytest.importorskip("transformers")
+    monkeypatch.setenv("OCML_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(tiktoken_backend, "_HF_BACKENDS", OrderedDict())
+    path = tmp_path / "tiny.tiktoken"
+    path.write_text("".join(f"{base64.b64encode(bytes([b])).decode()} {b}\n" for b in range(256)))
+    return str(path)
+
+
+def test_to_hf_converts_once_and_hands_out_independent_objects(tiny_tiktoken, monkeypatch):
+    from vocab import hf_convert, tiktoken_backend
+
+    builds = []
+    real = hf_convert.build_hf_tokenizer
+    monkeypatch.setattr(hf_convert, "build_hf_tokenizer", lambda *a, **k: builds.append(1) or real(*a, **k))
+    tok = vocab.load(tiny_tiktoken, register="openchatml-2.0")
+    first = tok.to_hf()
+    first.chat_template = "{{ messages }}"
+    first.add_tokens(["<|mine|>"])
+    first.backend_tokenizer.enable_padding(pad_id=3)
+    second = tok.to_hf()
+    assert second is not first and second.backend_tokenizer is not first.backend_tokenizer
+    assert second.chat_template is None and len(second) == tok.n_vocab and second.backend_tokenizer.padding is None
+    assert "<|mine|>" not in second.get_vocab()
+    # Another tokenizer object with the same vocabulary + specials reuses the conversion.
+    twin = tiktoken_backend.TiktokenTokenizer(tiny_tiktoken, ("openchatml-2.0",), name="twin")
+    assert twin is not tok and twin.fingerprint == tok.fingerprint
+    third = twin.to_hf()
+    assert builds == [1]
+    text = "hi <|start|>"
+    assert third.encode(text) == second.encode(text) == first.encode(text)
+
+
+def test_to_hf_role_tokens(tiny_tiktoken):
+    tok = vocab.load(tiny_tiktoken, register="openchatml-2.0")
+    plain = tok.to_hf()
+    assert plain.eos_token is None and plain.pad_token is None  # no <|endoftext|> in this vocabulary
+    fast = tok.to_hf(eos_token="<|return|>", pad_token="<|end|>")
+    assert fast.eos_token_id == tok.control_id("<|return|>") and fast.pad_token_id == tok.control_id("<|end|>")
+    assert tok.to_hf().eos_token is None  # roles of one call never stick to the next
+    with pytest.raises(UnknownNameError) as info:
+        tok.to_hf(eos_token="<|constrain|>")  # an openchatml-2.2 token, not registered here
+    assert info.value.field == "eos_token"
+
+
+def test_hf_backend_to_hf_roles_and_pickle():
+    transformers = pytest.importorskip("transformers")
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import models, pre_tokenizers
+
+    raw = tokenizers.Tokenizer(models.BPE(vocab={c: i for i, c in enumerate("abcdefgh")}, merges=[]))
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    raw.add_special_tokens(["<eos>"])
+    src = transformers.PreTrainedTokenizerFast(tokenizer_object=raw, eos_token="<eos>")
+    tok = vocab.from_hf(src, register="openchatml-2.0")
+    assert tok.default_roles["eos_token"] == "<eos>"
+    assert tok.to_hf().eos_token == "<eos>"  # the source's roles by default
+    fast = tok.to_hf(eos_token="<|end|>")
+    assert fast.eos_token_id == tok.control_id("<|end|>")
+    fast.add_tokens(["zz"])
+    assert len(tok.to_hf()) == tok.n_vocab
+    clone = pickle.loads(pickle.dumps(tok))
+    assert clone.default_roles == tok.default_roles and clone.encode_text("abc") == tok.encode_text("abc")

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from .errors import OcmlError, UnknownNameError, VocabError, expect
 from .hf_backend import HFTokenizer, from_hf
-from .tables import FORMAT_NAMES, ControlTable, canonical_format, control_table
+from .tables import FORMAT_NAMES, ControlTable, canonical_format, canonical_formats, control_table
 from .tiktoken_backend import TiktokenTokenizer, get_tiktoken
 from .tokenizer import Tokenizer
 
@@ -37,10 +37,7 @@ def load(name: str, register: str | Sequence[str] | None = None) -> TiktokenToke
     tokens are added (at the format's fixed ids where it has them, else appended).
     """
     expect(name, (str, os.PathLike), "name", "an encoding name or a path to a .tiktoken file")
-    formats: tuple[str, ...] = ()
-    if register is not None:
-        regs = [register] if isinstance(register, str) else list(register)
-        formats = tuple(canonical_format(r) for r in regs)
+    formats = canonical_formats(register)
     base, extra = COMPOSITES.get(name, (name, ()))
     formats = tuple(dict.fromkeys(extra + formats))
     return get_tiktoken(base, formats, name if name in COMPOSITES and formats == extra else None)
@@ -48,6 +45,6 @@ def load(name: str, register: str | Sequence[str] | None = None) -> TiktokenToke
 
 __all__ = [
     "COMPOSITES", "FORMAT_NAMES", "ControlTable", "HFTokenizer", "OcmlError", "TiktokenTokenizer",
-    "Tokenizer", "UnknownNameError", "VocabError", "canonical_format", "control_table",
+    "Tokenizer", "UnknownNameError", "VocabError", "canonical_format", "canonical_formats", "control_table",
     "encoding_names", "from_hf", "load",
 ]

@@ -9,11 +9,12 @@ ids, never structural), and, where the format fixes them, their ids.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
-from .errors import UnknownNameError, expect
+from .errors import InputTypeError, UnknownNameError, expect
 
 FORMAT_NAMES: tuple[str, ...] = ("openchatml-2.2", "openchatml-2.0", "harmony", "chatml", "apertus")
 # Accepted spellings that map onto a canonical table name.
@@ -55,17 +56,29 @@ class ControlTable:
         return {template.format(id=i): i for i in range(first, last + 1) if i not in taken}
 
 
-def canonical_format(name: str) -> str:
-    expect(name, str, "format", "a format name")
+def canonical_format(name: str, field: str = "format") -> str:
+    expect(name, str, field, "a format name")
     key = name.strip().lower()
     key = ALIASES.get(key, key)
     if key not in FORMAT_NAMES:
         raise UnknownNameError(
             f"unknown format {name!r}",
-            field="format",
+            field=field,
             hint=f"valid formats: {', '.join(FORMAT_NAMES)}",
         )
     return key
+
+
+def canonical_formats(names: str | Sequence[str] | None, field: str = "register") -> tuple[str, ...]:
+    """``register=``: ``None``, one format name or several -> canonical names, in order, once each."""
+    if names is None:
+        return ()
+    if isinstance(names, str):
+        return (canonical_format(names, field),)
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+        raise InputTypeError(f"{field} must be a format name or a list of format names, got {names!r}", field=field,
+                             hint=f"e.g. {field}='openchatml-2.2'")
+    return tuple(dict.fromkeys(canonical_format(n, field) for n in names))
 
 
 @lru_cache(maxsize=None)

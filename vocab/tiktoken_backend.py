@@ -7,6 +7,7 @@ always encoded with ``encode_ordinary`` so special-token text stays ordinary.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
@@ -14,11 +15,15 @@ from typing import Any
 import numpy as np
 
 from .base import load_base
-from .errors import VocabError, require
+from .errors import VocabError, expect, require
 from .registry import plan_specials
 from .tokenizer import Tokenizer, specials_digest
 
 _LOCK = threading.Lock()
+_HF_LOCK = threading.Lock()
+#: fingerprint -> converted HF backend (LRU; o200k's holds ~150 MB)
+_HF_BACKENDS: OrderedDict[str, Any] = OrderedDict()
+_HF_BACKENDS_MAX = 2
 
 
 class TiktokenTokenizer(Tokenizer):
@@ -42,9 +47,13 @@ class TiktokenTokenizer(Tokenizer):
                 return _core(text)
             except UnicodeEncodeError:  # lone surrogates: tiktoken's wrapper repairs them
                 return _fb(text)
+            except TypeError:  # not a str: name the argument (free until it happens)
+                expect(text, str, "text", "a str")
+                raise
 
         self.encode_text = encode_text  # type: ignore[method-assign]
         self._encode_raw = core.encode_ordinary
+        self._decode_core = core.decode_bytes
 
         # Long text: tiktoken's u32 buffer viewed as int32, no Python ints on the way.  With
         # nothing allowed, ``encode`` equals ``encode_ordinary`` (a special's text is ordinary
@@ -58,6 +67,9 @@ class TiktokenTokenizer(Tokenizer):
                 return np.frombuffer(_buf(text, _none), dtype=np.int32)
             except UnicodeEncodeError:
                 return np.array(_fb(text), dtype=np.int32)
+            except TypeError:
+                expect(text, str, "text", "a str")
+                raise
 
         self.encode_text_array = encode_text_array  # type: ignore[method-assign]
 
@@ -74,10 +86,14 @@ class TiktokenTokenizer(Tokenizer):
         raise NotImplementedError
 
     def decode_bytes(self, ids: Sequence[int]) -> bytes:
+        # Rust checks every id (negative, too large, a gap, not an int): no Python pass on
+        # the hot path; only a failure pays for finding and naming the offending position.
+        if type(ids) is not list:
+            ids = self._id_list(ids)
         try:
-            return self._enc.decode_bytes(ids)  # Rust: no per-token Python on the parse hot path
+            return self._decode_core(ids)
         except (KeyError, TypeError, OverflowError, ValueError):
-            return super().decode_bytes(ids)  # bad ids: the base class names the offending position
+            raise self.id_error(ids) from None
 
     @property
     def encoding(self) -> Any:
@@ -87,12 +103,6 @@ class TiktokenTokenizer(Tokenizer):
     @property
     def n_vocab(self) -> int:
         return self._enc.n_vocab
-
-    def token_bytes(self, token_id: int) -> bytes:
-        table = self.token_bytes_table
-        if 0 <= token_id < len(table) and table[token_id] is not None:
-            return table[token_id]  # type: ignore[return-value]
-        raise VocabError(f"id {token_id} is not in the vocabulary", code="E-VOCAB-ID", hint="ids must come from this tokenizer")
 
     def _build_token_bytes_table(self) -> list[bytes | None]:
         table: list[bytes | None] = [None] * self.n_vocab
@@ -106,13 +116,38 @@ class TiktokenTokenizer(Tokenizer):
     def fingerprint(self) -> str:
         return f"tiktoken:{self.ranks_sha256[:16]}:{specials_digest(self.specials)[:16]}"
 
-    def to_hf(self) -> Any:
-        from .hf_convert import build_hf_tokenizer, to_pretrained_fast
+    def to_hf(self, *, eos_token: str | None = None, pad_token: str | None = None,
+              bos_token: str | None = None) -> Any:
+        """A new ``transformers.PreTrainedTokenizerFast`` with the same ids (see ``Tokenizer.to_hf``).
 
-        key = f"{self.ranks_sha256}"
-        tok = build_hf_tokenizer(load_base(self._base).ranks, self._pat_str, self.specials, cache_key=key)
-        eos = "<|endoftext|>" if "<|endoftext|>" in self.specials else None
-        return to_pretrained_fast(tok, self.specials, eos_token=eos, pad_token=eos)
+        Defaults: ``eos_token`` and ``pad_token`` are ``<|endoftext|>`` where the vocabulary
+        has it, no ``bos_token``.  The conversion runs once per vocabulary + specials and
+        process (plus the on-disk cache across processes); each call then only pays for
+        transformers' own copy of the backend (~1.3 s for o200k).
+        """
+        from .hf_convert import to_pretrained_fast
+
+        eot = "<|endoftext|>" if "<|endoftext|>" in self.specials else None
+        roles = self.hf_roles({"eos_token": eot, "pad_token": eot},
+                              eos_token=eos_token, pad_token=pad_token, bos_token=bos_token)
+        # The wrapper deep-copies the backend: the cached one is never handed out or mutated.
+        return to_pretrained_fast(self._hf_backend(), self.specials, **roles)
+
+    def _hf_backend(self) -> Any:
+        """The converted ``tokenizers.Tokenizer``, shared by every tokenizer with this fingerprint."""
+        from .hf_convert import build_hf_tokenizer
+
+        key = self.fingerprint
+        with _HF_LOCK:
+            tok = _HF_BACKENDS.get(key)
+            if tok is None:
+                tok = build_hf_tokenizer(load_base(self._base).ranks, self._pat_str, self.specials,
+                                         cache_key=self.ranks_sha256)
+                _HF_BACKENDS[key] = tok
+                while len(_HF_BACKENDS) > _HF_BACKENDS_MAX:
+                    _HF_BACKENDS.popitem(last=False)
+            _HF_BACKENDS.move_to_end(key)
+            return tok
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Ship the recipe, not 200k ranks: workers rebuild from their own cache.

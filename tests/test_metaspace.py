@@ -1,0 +1,262 @@
+"""SentencePiece-style tokenizers through ``vocab.from_hf`` (issue 8): text pieces get the ids
+the model's own tokenizer gives them inside the whole text, and decode without the prefix
+space the tokenizer adds to a run.
+
+The tokenizers are small ones trained here with the ``tokenizers`` library (BPE and Unigram,
+byte fallback): Metaspace ``prepend_scheme="first"`` (non-legacy Llama, transformers 5),
+``"always"`` (``legacy=True``), the legacy ``Prepend`` normalizer of Llama 2 / Mistral v1
+tokenizer.json files, and byte-level BPE with ``add_prefix_space``.  The reference is the
+model tokenizer plus the controls as added special tokens, encoding the whole rendered text.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import string
+from functools import lru_cache
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+tokenizers = pytest.importorskip("tokenizers")
+from tokenizers import AddedToken, decoders, models, normalizers, pre_tokenizers, trainers  # noqa: E402
+
+import encoder  # noqa: E402
+import vocab  # noqa: E402
+
+FORMAT = "openchatml-2.2"
+CONTROLS = vocab.control_table(FORMAT).all_tokens
+ALPHABET = list(string.ascii_letters + string.digits + string.punctuation + " \n")
+CORPUS = [
+    "Hello world, this is a test.", "user assistant system message final analysis commentary",
+    "The quick brown fox jumps over the lazy dog.", "  leading spaces and\nnewlines\n",
+    "to=functions.get call_id=c1 json {\"x\": 1}", "It is 42. You are terse.",
+] * 20
+SCHEMES = ("first", "always", "legacy", "bytelevel")
+MODELS = ("bpe", "unigram")
+#: what a run of text starts with that is not content (Tokenizer.run_prefix)
+PREFIX = {"first": b"", "always": b" ", "legacy": b" ", "bytelevel": b" "}
+
+
+def _with_byte_fallback(tok: tokenizers.Tokenizer) -> tokenizers.Tokenizer:
+    """Add the 256 ``<0xNN>`` pieces so any text encodes (as in Llama's vocabulary)."""
+    spec = json.loads(tok.to_str())
+    model = spec["model"]
+    if model["type"] == "BPE":
+        for b in range(256):
+            model["vocab"].setdefault(f"<0x{b:02X}>", len(model["vocab"]))
+    else:
+        have = {p for p, _ in model["vocab"]}
+        model["vocab"] += [[f"<0x{b:02X}>", -20.0] for b in range(256) if f"<0x{b:02X}>" not in have]
+    model["byte_fallback"] = True
+    return tokenizers.Tokenizer.from_str(json.dumps(spec))
+
+
+@lru_cache(maxsize=None)
+def model_tokenizer(kind: str, scheme: str) -> tokenizers.Tokenizer:
+    """A small trained SentencePiece-style (or byte-level) model tokenizer."""
+    specials = ["<unk>", "<s>", "</s>"]
+    if kind == "bpe":
+        tok = tokenizers.Tokenizer(models.BPE(unk_token="<unk>"))
+        alphabet = pre_tokenizers.ByteLevel.alphabet() if scheme == "bytelevel" else ALPHABET
+        trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=specials, initial_alphabet=alphabet)
+    else:
+        tok = tokenizers.Tokenizer(models.Unigram())
+        trainer = trainers.UnigramTrainer(vocab_size=300, special_tokens=specials, unk_token="<unk>",
+                                          initial_alphabet=ALPHABET)
+    if scheme == "legacy":
+        tok.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")])
+        tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                         decoders.Strip(" ", 1, 0)])
+    elif scheme == "bytelevel":
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
+        tok.decoder = decoders.ByteLevel()
+    else:
+        tok.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme=scheme)
+        tok.decoder = decoders.Metaspace(prepend_scheme=scheme)
+    tok.train_from_iterator(CORPUS, trainer)
+    return tok if scheme == "bytelevel" else _with_byte_fallback(tok)
+
+
+CASES = [(k, s) for k in MODELS for s in SCHEMES if not (k == "unigram" and s == "bytelevel")]
+
+
+class Case:
+    def __init__(self, kind: str, scheme: str) -> None:
+        self.scheme = scheme
+        model = model_tokenizer(kind, scheme)
+        self.tok = vocab.from_hf(model, register=FORMAT)
+        # The reference: the model's own tokenizer with the controls as added special tokens.
+        self.ref = tokenizers.Tokenizer.from_str(model.to_str())
+        self.ref.add_special_tokens([AddedToken(c, special=True, normalized=False) for c in CONTROLS])
+        self.enc = encoder.Encoder(FORMAT, tokenizer=self.tok)
+
+    def whole(self, text: str) -> list[int]:
+        return self.ref.encode(text, add_special_tokens=False).ids
+
+    def after_control(self, text: str) -> list[int]:
+        """``text`` inside a whole text, right after a control."""
+        ids = self.whole("<|message|>" + text)
+        assert ids[0] == self.tok.control_id("<|message|>")
+        return ids[1:]
+
+
+@pytest.fixture(scope="module", params=CASES, ids=[f"{k}-{s}" for k, s in CASES])
+def case(request: pytest.FixtureRequest) -> Case:
+    return Case(*request.param)
+
+
+def test_controls_at_the_reference_ids(case: Case) -> None:
+    for c in CONTROLS:
+        assert case.tok.control_id(c) == case.ref.token_to_id(c)
+
+
+def test_run_prefix_is_detected(case: Case) -> None:
+    assert case.tok.run_prefix == PREFIX[case.scheme]
+
+
+# U+2581 itself is left out: SentencePiece vocabularies spell a space with it, so a U+2581
+# in content decodes as a space (for the model's own decoder too).
+TEXT = st.text(alphabet=st.one_of(st.sampled_from(ALPHABET + ["\t"]),
+                                  st.characters(codec="utf-8", exclude_characters="\u2581")), max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=TEXT)
+def test_encode_text_is_the_run_after_a_control(case: Case, text: str) -> None:
+    assume(not any(c in text for c in CONTROLS))  # the whole-text reference would split them out
+    assert case.tok.encode_text(text) == case.after_control(text)
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=TEXT)
+def test_token_bytes_show_exactly_the_run_prefix(case: Case, text: str) -> None:
+    data = text.encode()
+    got = b"".join(case.tok.token_bytes(i) for i in case.tok.encode_text(text))
+    prefix = case.tok.run_prefix if data else b""
+    if case.scheme in ("always", "bytelevel") and data.startswith(b" "):
+        prefix = b""  # these prepend only to a run that does not start with a space
+    assert got == prefix + data
+    assert b"".join(case.tok.token_bytes(i) for i in case.tok.encode_continuation(text)) == data
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=TEXT)
+def test_decode_round_trip(case: Case, text: str) -> None:
+    ids = case.tok.encode_text(text)
+    if case.scheme in ("always", "bytelevel") and text.startswith(" "):
+        # " x" and "x" are the same ids for these tokenizers (for the model too): one answer.
+        assert case.tok.decode(ids) == text[1:]
+    else:
+        assert case.tok.decode(ids) == text
+        assert case.tok.decode_bytes(ids) == text.encode()
+
+
+def test_continuation_is_the_text_after_text(case: Case) -> None:
+    tok = case.tok
+    # (pairs whose boundary no merge crosses: pieces are never merged across, by design)
+    for a, b in [("assistant", " to=functions.get"), ("commentary", " json"), ("x", " 42."), ("tool", " name=x")]:
+        assert tok.encode_text(a) + tok.encode_continuation(b) == case.after_control(a + b), (a, b)
+
+
+CONVERSATIONS = [
+    [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Hello world"},
+     {"role": "assistant", "content": "Hi there!"}],
+    [{"role": "user", "content": "Call it"},
+     {"role": "assistant", "content": "", "tool_calls": [
+         {"id": "c1", "type": "function", "function": {"name": "get", "arguments": "{\"x\": 1}"}}]},
+     {"role": "tool", "tool_call_id": "c1", "name": "get", "content": "42"},
+     {"role": "assistant", "content": "It is 42.\n\nDone", "thinking": "think"}],
+    [{"role": "user", "content": "odd  spacing\t<|x|>\n"}, {"role": "assistant", "content": "caf\u00e9 \U0001f642"}],
+    [{"role": "user", "content": " leading space"}, {"role": "assistant", "content": "  two"}],
+]
+LEADING_SPACE = 3  # the conversation whose contents start with a space
+
+
+def _decodes_exactly(case: Case, k: int) -> bool:
+    """False where a content's leading space and the run prefix are the same ids (always / ByteLevel)."""
+    return not (k == LEADING_SPACE and case.scheme in ("always", "bytelevel"))
+
+
+@lru_cache(maxsize=None)
+def _whole_texts() -> list[str]:
+    """The rendered sequences as text, from a byte-exact tiktoken render (independent of the tokenizers here)."""
+    ref = encoder.Encoder(FORMAT, tokenizer=vocab.load("o200k_base", register=FORMAT))
+    return [ref.tokenizer.decode(ref.render(c).ids.tolist()) for c in CONVERSATIONS]
+
+
+# Known gaps outside vocab/, as strict xfails: they run, and turn into failures once fixed.
+RENDER_GAP = ("renderer: a text piece right after a text piece (header 'assistant' + ' to=...') must be "
+              "encoded with tok.encode_continuation; the legacy Prepend normalizer prefixes every piece")
+PARSE_GAP = "encoder.parse: drop Tokenizer.run_prefix at the start of every text run (it reads token_bytes_table)"
+
+
+TEXT_AFTER_TEXT = 1  # the conversation with a tool call: its header has text right after text
+
+
+def _known_gap(request: pytest.FixtureRequest, case: Case, k: int, parse: bool) -> None:
+    reasons = [RENDER_GAP] if case.scheme == "legacy" and k == TEXT_AFTER_TEXT else []
+    if parse and case.tok.run_prefix:
+        reasons.append(PARSE_GAP)
+    if reasons:
+        request.applymarker(pytest.mark.xfail(strict=True, reason="; ".join(reasons)))
+
+
+@pytest.mark.parametrize("k", range(len(CONVERSATIONS)))
+def test_render_equals_the_whole_text_encoding(request: pytest.FixtureRequest, case: Case, k: int) -> None:
+    _known_gap(request, case, k, parse=False)
+    whole = _whole_texts()[k]
+    ids = case.enc.render(CONVERSATIONS[k]).ids.tolist()
+    assert ids == case.whole(whole)
+    if _decodes_exactly(case, k):
+        assert case.tok.decode(ids) == whole
+
+
+@pytest.mark.parametrize("k", range(len(CONVERSATIONS)))
+def test_decode_of_the_models_ids_is_the_text(case: Case, k: int) -> None:
+    whole = _whole_texts()[k]
+    if _decodes_exactly(case, k):
+        assert case.tok.decode(case.whole(whole)) == whole
+    else:
+        assert case.tok.decode(case.whole(whole)) == whole.replace("> ", ">")
+
+
+@pytest.mark.parametrize("k", range(len(CONVERSATIONS)))
+def test_parse_gives_back_the_content(request: pytest.FixtureRequest, case: Case, k: int) -> None:
+    _known_gap(request, case, k, parse=True)
+    conv = CONVERSATIONS[k]
+    ref = encoder.Encoder(FORMAT, tokenizer=vocab.load("o200k_base", register=FORMAT))
+    want = ref.parse(ref.render(conv).ids)
+    if not _decodes_exactly(case, k):
+        for m in want:
+            m.content = m.content[1:] if m.content.startswith(" ") else m.content
+    assert case.enc.parse(case.enc.render(conv).ids) == want
+
+
+def test_to_hf_is_the_models_tokenizer(case: Case) -> None:
+    pytest.importorskip("transformers")
+    fast = case.tok.to_hf()
+    for whole in _whole_texts():
+        assert fast.encode(whole, add_special_tokens=False) == case.whole(whole)
+
+
+def test_first_scheme_is_not_rewritten_for_the_caller() -> None:
+    model = model_tokenizer("bpe", "first")
+    tok = vocab.from_hf(model, register=FORMAT)
+    assert "first" in model.to_str() and "first" in tok.backend.to_str()  # the model's own, untouched
+    # Alone, "first" puts U+2581 before a piece; after a control it does not: we follow the latter.
+    assert model.encode("Hello").ids != tok.encode_text("Hello")
+    assert tok.fingerprint.endswith(":runs-after-special")
+    clone = pickle.loads(pickle.dumps(tok))
+    assert clone.encode_text("Hello world") == tok.encode_text("Hello world")
+    assert clone.fingerprint == tok.fingerprint
+
+
+def test_byte_level_without_prefix_is_unchanged() -> None:
+    raw = tokenizers.Tokenizer(models.BPE(vocab={c: i for i, c in enumerate("abc")}, merges=[]))
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok = vocab.from_hf(raw, register=FORMAT)
+    assert tok.run_prefix == b"" and tok.encode_continuation("abc") == tok.encode_text("abc")
+    assert not tok.fingerprint.endswith(":runs-after-special")
