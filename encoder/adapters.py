@@ -276,10 +276,9 @@ def _text(value: Any, index: int, field: str) -> tuple[str, tuple[str, ...] | No
                                      field=f"{field}[{k}].text", hint="{'type': 'text', 'text': '...'}")
                 texts.append(item["text"])
             elif kind in ("system_content", "developer_content"):
-                from .formats.harmony_sections import DeveloperContent, SystemContent
+                from .formats.harmony_sections import interned_content
 
-                cls = SystemContent if kind == "system_content" else DeveloperContent
-                structured = cls.from_dict({k2: v for k2, v in item.items() if k2 != "type"})
+                structured = interned_content(kind, item)  # read once per content (encoder.sections)
             else:
                 raise InputError(f"content item {k} has unsupported type {kind!r}", index=index,
                                  field=f"{field}[{k}].type",

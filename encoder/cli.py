@@ -1,31 +1,124 @@
-"""``ocml`` command line: render a conversation readably, or a JSONL file to arrays."""
+"""``ocml`` command line: pack datasets for training, render or transcribe one conversation.
+
+Every failure a user can cause (a missing file, a folder, bytes that are not UTF-8, JSON
+where JSON Lines was expected or the reverse, a bad option, a closed pipe) ends with one
+``ocml: ...`` line on stderr and a documented exit code, never a Python traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from .errors import OcmlError
+from .errors import InputError, OcmlError
+
+EXIT_OK = 0
+EXIT_FAILED = 1        # --strict met a bad record; a run failed after it started (worker died, disk full)
+EXIT_USAGE = 2         # bad option, unreadable / unusable input, --out holding something else
+EXIT_INTERRUPTED = 130
+EXIT_PIPE = 141        # stdout closed early (ocml ... | head): like tools killed by SIGPIPE
+
+EPILOG = """exit codes:
+  0    success (ocml pack: bad records were skipped, listed in DIR/errors.jsonl and the report)
+  1    ocml pack --strict stopped at a bad record, or a run failed after it started
+       (a worker died, the disk is full); rerun the same command to resume
+  2    usage or input error: bad option, missing / unreadable / non-UTF-8 / non-JSON input,
+       an --out folder that holds something else
+  130  interrupted (Ctrl-C); ocml pack resumes when rerun
+  141  standard output was closed early (e.g. ocml render ... | head)
+"""
 
 
-def _load(path: str) -> Any:
-    text = sys.stdin.read() if path == "-" else Path(path).read_text("utf-8")
-    return json.loads(text)
+# -- loading one conversation (render, text) -----------------------------------------------------
 
+def _read_bytes(path: str) -> bytes:
+    if path == "-":
+        return sys.stdin.buffer.read()
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{path} is a directory, not a conversation file", code="E-INPUT-FILE", field="FILE",
+                         hint="give a .json file (ocml pack reads folders of shards)")
+    try:
+        return p.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file", code="E-INPUT-FILE", field="FILE") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})", code="E-INPUT-FILE", field="FILE") from None
+
+
+def _decompress(data: bytes) -> bytes:
+    if data[:2] == b"\x1f\x8b":
+        import gzip
+
+        return gzip.decompress(data)
+    if data[:4] == b"\x28\xb5\x2f\xfd":
+        import zstandard
+
+        return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+    return data
+
+
+def _utf8(data: bytes, path: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}, line {line})",
+                         code="E-INPUT-UTF8", field="FILE", hint="re-encode it as UTF-8") from None
+
+
+def load_conversation(path: str, line: int | None = None) -> Any:
+    """One conversation from a JSON file (or line ``line`` of a JSON Lines file)."""
+    from .pipeline.records import conversation_from_record
+
+    text = _utf8(_decompress(_read_bytes(path)), path)
+    if line is not None:
+        lines = text.splitlines()
+        if not 1 <= line <= len(lines):
+            raise InputError(f"{path} has {len(lines)} line(s), no line {line}", code="E-INPUT-FILE", field="--line")
+        text = lines[line - 1]
+    if not text.strip():
+        raise InputError(f"{path} is empty", code="E-INPUT-JSON", field="FILE")
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        records = [ln for ln in text.splitlines() if ln.strip()]
+        if exc.msg == "Extra data" and len(records) > 1 and _all_json(records[:3]):
+            raise InputError(f"{path} is JSON Lines ({len(records)} records); this command takes one conversation",
+                             code="E-INPUT-JSONL", field="FILE",
+                             hint="pick one with --line N, or pack the whole file with `ocml pack`") from None
+        raise InputError(f"{path}: not valid JSON ({exc.msg.removesuffix(' at')} at line {exc.lineno}, column {exc.colno})",
+                         code="E-INPUT-JSON", field="FILE") from None
+    if isinstance(obj, dict) and ("messages" in obj or "conversations" in obj):
+        return conversation_from_record(obj)
+    return obj
+
+
+def _all_json(lines: list[str]) -> bool:
+    try:
+        for ln in lines:
+            json.loads(ln)
+    except ValueError:
+        return False
+    return True
+
+
+# -- commands -----------------------------------------------------------------------------------
 
 def _cmd_render(args: argparse.Namespace) -> int:
     from .encoder import Encoder
 
     enc = Encoder(args.format, args.tokenizer)
-    r = enc.render(_load(args.file), mode=args.mode, cot=args.cot)
+    r = enc.render(load_conversation(args.file, args.line), mode=args.mode, cot=args.cot)
     if args.json:
         json.dump({"ids": r.ids.tolist(), "mask": r.mask.astype(int).tolist(),
                    "message_index": r.message_index.tolist()}, sys.stdout)
         print()
-        return 0
+        return EXIT_OK
     tok = enc.tokenizer
     print(f"format={enc.format_name} tokenizer={tok.name} mode={args.mode} tokens={len(r)} "
           f"trained={int(r.mask.sum())} dropped={list(r.dropped)}")
@@ -38,53 +131,199 @@ def _cmd_render(args: argparse.Namespace) -> int:
     print("\ntrained text:")
     for a, b in r.spans():
         print("  " + repr(tok.decode(r.ids[a:b].tolist())))
-    return 0
+    return EXIT_OK
 
 
 def _cmd_text(args: argparse.Namespace) -> int:
     from .encoder import Encoder
 
     enc = Encoder(args.format, args.tokenizer)
-    sys.stdout.write(enc.to_text(_load(args.file)))
+    sys.stdout.write(enc.to_text(load_conversation(args.file, args.line)))
     print()
-    return 0
+    return EXIT_OK
 
 
 def _cmd_formats(args: argparse.Namespace) -> int:
     import vocab
+
     from .formats import RENDERABLE
 
     for name in vocab.FORMAT_NAMES:
         t = vocab.control_table(name)
         state = "render+parse" if name in RENDERABLE else "control tokens only"
         print(f"{name:16} {state:20} default encoding {t.default_encoding:14} {' '.join(t.controls)}")
-    return 0
+    return EXIT_OK
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="ocml", description=__doc__)
-    sub = p.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("render", help="render a conversation JSON file and show ids + mask")
-    r.add_argument("file", help="conversation JSON (list of messages or {'messages': [...]}); - for stdin")
-    r.add_argument("--format", default="openchatml-2.2")
-    r.add_argument("--tokenizer", default=None, help="o200k_harmony, o200k_base, cl100k_base or a .tiktoken path")
-    r.add_argument("--mode", default="train", choices=["train", "prompt", "history"])
-    r.add_argument("--cot", default=None)
-    r.add_argument("--json", action="store_true", help="print ids/mask/message_index as JSON")
+def _cmd_pack(args: argparse.Namespace) -> int:
+    from .pipeline.run import PackOptions, StrictStop, run
+
+    outputs = ("parquet", "npy") if args.output == "both" else (args.output,)
+    opts = PackOptions(
+        inputs=tuple(args.inputs), out=Path(args.out), format=args.format, tokenizer=args.tokenizer,
+        seq_len=args.seq_len, mask=args.mask, cot=args.cot, workers=args.workers,
+        messages_field=args.messages_field, tools_field=args.tools_field, overlong=args.overlong,
+        strict=args.strict, shard_size=args.shard_size, pack=not args.no_pack, outputs=outputs,
+        window=args.window, pad_id=args.pad_id, overwrite=args.overwrite, progress=args.progress)
+    try:
+        result = run(opts)
+    except StrictStop as exc:
+        print(f"ocml: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except OcmlError as exc:
+        if exc.code == "E-WORKER":
+            print(f"ocml: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        raise
+    except KeyboardInterrupt:
+        print(f"\nocml: interrupted; rerun the same command to resume from the last complete shard in {args.out}",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except OSError as exc:  # writing the output: disk full, permissions
+        print(f"ocml: cannot write {args.out}: {exc}. Hint: fix it and rerun the same command to resume",
+              file=sys.stderr)
+        return EXIT_FAILED
+    if result.already_done:
+        print(f"ocml: {args.out} is already complete for this input and options (--overwrite to redo it)",
+              file=sys.stderr)
+    print(json.dumps(result.report, indent=2) if args.json else result.text)
+    return EXIT_OK
+
+
+# -- the parser ---------------------------------------------------------------------------------------
+
+def _formats() -> list[str]:
+    from .formats import RENDERABLE
+
+    return list(RENDERABLE)
+
+
+def _add_one_conversation_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE",
+                   help="conversation JSON (a list of messages, or {'messages': [...], 'tools': [...], ...}; "
+                        ".gz / .zst too); - reads stdin")
+    p.add_argument("--line", type=int, default=None, metavar="N",
+                   help="take line N (1-based) of a JSON Lines file")
+    p.add_argument("--format", default="openchatml-2.2", choices=_formats(), help="chat format (default %(default)s)")
+    p.add_argument("--tokenizer", default=None, metavar="NAME",
+                   help="o200k_harmony, o200k_base, cl100k_base or a .tiktoken path "
+                        "(default: the format's own, control tokens registered)")
+
+
+def _add_pack(sub: Any) -> None:
+    import vocab
+
+    from .masks import NAMED_MASKS
+    from .messages import CotPolicy
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    p = sub.add_parser(
+        "pack", help="render + pack datasets into training shards (Parquet for TRL, .npy)",
+        description="Render every conversation of the inputs with exact loss masks, pack them into rows of "
+                    "--seq-len tokens and write Parquet shards (TRL columns: input_ids, labels, position_ids, "
+                    "seq_lengths) and/or memmap-able .npy shards, plus DIR/manifest.json, DIR/report.json, "
+                    "DIR/lengths.png and DIR/errors.jsonl (bad records by file and line). Rerunning the same "
+                    "command after an interruption resumes from the last complete shard.",
+        epilog=EPILOG + "\nexample:\n  ocml pack examples/sample --seq-len 4096 --out packed/\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("inputs", nargs="+", metavar="INPUT",
+                   help="JSON Lines files (.jsonl, .gz, .zst), JSON files (an array of records), Parquet files, "
+                        "folders of such shards, or a datasets.save_to_disk folder (a DatasetDict: its train split)")
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder (created; must be empty or a previous "
+                   "run of the same command, which is resumed)")
+    p.add_argument("--seq-len", type=int, default=None, metavar="N", help="row length in tokens (required unless "
+                   "--no-pack)")
+    p.add_argument("--format", default="openchatml-2.2", choices=_formats(), help="chat format (default %(default)s)")
+    p.add_argument("--tokenizer", default=None, metavar="NAME",
+                   help=f"{', '.join(vocab.encoding_names())} or a .tiktoken path (default: the format's own, "
+                        "control tokens registered)")
+    p.add_argument("--mask", default="default", choices=list(NAMED_MASKS),
+                   help="loss-mask policy (default: what the model generates: every assistant message after its "
+                        "generation prompt, terminator included). last = last assistant turn only; final = final "
+                        "channel only; no-analysis = final + commentary; no-tool-bodies = tool-call arguments "
+                        "untrained; none = nothing trained")
+    p.add_argument("--cot", default="default", choices=[c.value for c in CotPolicy],
+                   help="chain-of-thought retention: default drops the analysis of turns that ended in final; "
+                        "harmony = openai-harmony's exact rule; keep-all; drop-all")
+    p.add_argument("--workers", type=int, default=cpus, metavar="N",
+                   help=f"render processes (default: all cores, here {cpus}); the output is identical for any N")
+    p.add_argument("--messages-field", default="messages", metavar="NAME",
+                   help="column / key holding the messages (default %(default)s; ShareGPT 'conversations' is "
+                        "read when there is no such column)")
+    p.add_argument("--tools-field", default="tools", metavar="NAME",
+                   help="column / key holding the tool definitions (default %(default)s; JSON strings accepted)")
+    p.add_argument("--overlong", default="split", choices=["split", "truncate", "drop"],
+                   help="documents longer than --seq-len: split into --seq-len pieces (each its own segment), "
+                        "truncate at the end of an assistant message, or drop; all are listed in the report "
+                        "(default %(default)s)")
+    p.add_argument("--strict", action="store_true",
+                   help="stop at the first bad record (exit 1) instead of skipping and reporting it")
+    p.add_argument("--shard-size", type=int, default=8192, metavar="ROWS",
+                   help="rows per shard (default %(default)s)")
+    p.add_argument("--output", default="parquet", choices=["parquet", "npy", "both"],
+                   help="shard format: parquet (DIR/data/, loads with datasets / TRL), npy (DIR/npy/, memmap-able "
+                        "arrays for Megatron/NeMo-style loaders) or both (default %(default)s)")
+    p.add_argument("--no-pack", action="store_true",
+                   help="one row per conversation (input_ids, labels, assistant_masks), for packing at load time")
+    p.add_argument("--window", type=int, default=100_000, metavar="DOCS",
+                   help="documents per best-fit-decreasing window (default %(default)s); the packer is also "
+                        "flushed every 8 Mi tokens, which bounds memory")
+    p.add_argument("--pad-id", type=int, default=None, metavar="ID",
+                   help="padding id in .npy rows (default: the tokenizer's pad / <|endoftext|>, else the format's "
+                        "end token)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace ocml's files in DIR (a previous run with other inputs or options)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar on stderr with records/s and tokens/s (default: when stderr is a terminal)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
+    p.set_defaults(fn=_cmd_pack)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .pipeline.run import ocml_version
+
+    p = argparse.ArgumentParser(prog="ocml", description=__doc__.split("\n\n")[0], epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"ocml {ocml_version()}")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    _add_pack(sub)
+    r = sub.add_parser("render", help="render one conversation and show its ids and loss mask",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_one_conversation_args(r)
+    r.add_argument("--mode", default="train", choices=["train", "prompt", "history"],
+                   help="train (supervised target), prompt (history + generation prompt), history (default %(default)s)")
+    r.add_argument("--cot", default=None, choices=["default", "harmony", "keep-all", "drop-all"],
+                   help="chain-of-thought retention (default: default)")
+    r.add_argument("--json", action="store_true", help="print ids / mask / message_index as JSON")
     r.set_defaults(fn=_cmd_render)
-    t = sub.add_parser("text", help="print the plain-text transcript of a conversation")
-    t.add_argument("file")
-    t.add_argument("--format", default="openchatml-2.2")
-    t.add_argument("--tokenizer", default=None)
+    t = sub.add_parser("text", help="print the plain-text transcript of one conversation",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_one_conversation_args(t)
     t.set_defaults(fn=_cmd_text)
     f = sub.add_parser("formats", help="list formats and their control tokens")
     f.set_defaults(fn=_cmd_formats)
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
     try:
-        return int(args.fn(args))
-    except OcmlError as exc:
-        print(f"ocml: {exc}", file=sys.stderr)
-        return 2
+        args = build_parser().parse_args(argv)
+        try:
+            return int(args.fn(args))
+        except OcmlError as exc:
+            print(f"ocml: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except KeyboardInterrupt:
+            print("\nocml: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (| head): say nothing, and keep Python's exit-time flush quiet.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except OSError:
+            pass
+        return EXIT_PIPE
 
 
 if __name__ == "__main__":

@@ -13,10 +13,10 @@ from vocab import Tokenizer, canonical_format, control_table
 from vocab.errors import expect
 
 from . import cot as cot_mod
-from .adapters import SHAPES, relocate, to_conversation
+from .adapters import SHAPES, relocate
 from .errors import InputError, InputTypeError, OcmlError
 from .formats import format_class
-from .masks import MaskPolicy, message_flags
+from .masks import MaskPolicy
 from .messages import Conversation, CotPolicy, Message, Mode
 from .render import Renderer, RenderJob, RenderResult
 
@@ -150,7 +150,7 @@ class Encoder:
     # -- rendering -------------------------------------------------------------
     def prepare(self, conversation: Any, cot: CotPolicy | str | None = None) -> tuple[Conversation, list[int]]:
         """Normalised, validated conversation and the indices of the messages to render."""
-        given = to_conversation(conversation, self.format.chat_style, self.shape)  # type: ignore[arg-type]
+        given = self.format.read(conversation, self.shape)
         try:
             conv = self.format.normalize(given)
         except OcmlError as exc:
@@ -169,7 +169,7 @@ class Encoder:
         conv, keep = self.prepare(conversation, cot)
         msgs = conv.messages
         kept = msgs if len(keep) == len(msgs) else [msgs[i] for i in keep]
-        flags = message_flags(kept, self.mask if mask is None else mask)
+        flags = self.format.message_flags(kept, self.mask if mask is None else mask)
         dropped = () if len(keep) == len(msgs) else tuple(sorted(set(range(len(msgs))).difference(keep)))
         try:
             return self.renderer.layout(conv, keep, flags, mode is Mode.TRAIN, mode is Mode.PROMPT, dropped)
@@ -225,10 +225,26 @@ class Encoder:
 
     # -- the other direction -------------------------------------------------------
     def parse(self, ids: Sequence[int] | np.ndarray, *, strict: bool = False,
-              role: str | None = None) -> list[Message]:
-        from .parse import parse_ids
+              role: str | None = None, errors: str = "ignore") -> Any:
+        """ids -> messages.  ``role``: the prefilled ``<|start|>ROLE`` (None when the ids
+        start with ``<|start|>``).  ``errors``: ``"ignore"`` (default: lenient, a list of
+        messages), ``"collect"`` (lenient, a ``ParseResult`` with ``.messages``, ``.ends``
+        and ``.errors``: every problem, with the text it left out of the messages),
+        ``"raise"`` (same as ``strict=True``: ``ParseError`` on the first problem)."""
+        from .parse import error_mode, parse_ids
 
-        return parse_ids(self, ids, strict=strict, role=role)
+        strict, detailed = error_mode(strict, errors)
+        return parse_ids(self, ids, strict=strict, role=role, detailed=detailed)
+
+    def to_openai(self, ids: Sequence[int] | np.ndarray, *, role: str | None = "assistant", strict: bool = False,
+                  call_id_seed: str = "") -> Any:
+        """Completion ids -> an OpenAI Chat Completions choice (``encoder.openai_message.ChatChoice``):
+        ``.message`` (``content``, ``reasoning_content``, ``tool_calls``), ``.finish_reason``
+        (``stop`` | ``tool_calls`` | ``length``) and ``.errors``.  ``role``: the prefilled
+        ``<|start|>ROLE``; ``call_id_seed``: mixed into generated tool call ids (e.g. the request id)."""
+        from .openai_message import to_openai
+
+        return to_openai(self, ids, role=role, strict=strict, call_id_seed=call_id_seed)
 
     def to_interchange(self, ids: Sequence[int] | np.ndarray, *, role: str | None = "assistant",
                        strict: bool = False) -> list[dict[str, Any]]:
@@ -247,6 +263,28 @@ class Encoder:
         from .transcript import to_text
 
         return to_text(self, conversation, mode=_mode(mode), cot=cot, header=header)
+
+    def render_fim(self, prefix: str, suffix: str, middle: str | None = None, *, order: str = "psm",
+                   files: Sequence[Any] = (), path: str | None = None, end: str | None = "</s>") -> RenderResult:
+        """A fill-in-the-middle document (``chatml``; ``encoder.formats.chatml_fim``).
+
+        ``order``: ``psm`` | ``spm`` | ``sp`` | ``openchatml`` (the spec's layout, storage only);
+        ``middle`` None = the prompt (ends where the model starts the middle), else a training
+        document where the middle and ``end`` (the end-of-middle token) are trained.
+        ``files``: earlier files (strings or ``{"path", "content"}``) before ``<|file_separator|>``;
+        ``path``: the path of the document being completed.  ``message_index`` is the file
+        number (the document itself comes last).
+        """
+        entries = self.format.fim_pieces(prefix=prefix, suffix=suffix, middle=middle, order=order, files=files,
+                                         path=path, end=end)
+        return self.renderer.assemble([self.renderer.layout_pieces(entries, Conversation(()))])[0]
+
+    def parse_fim(self, ids: Sequence[int] | np.ndarray, *, prefix: str | None = None) -> Any:
+        """ids of a fill-in-the-middle document -> ``FimDocument`` (``chatml``).  In the ``spm`` /
+        ``sp`` orders the prefix and the middle are one text run: pass the known ``prefix`` to split it."""
+        from .formats.chatml_fim import parse_fim
+
+        return parse_fim(self, ids, prefix=prefix)
 
     def parse_text(self, text: str, *, strict: bool = False) -> Conversation:
         from .transcript import parse_text
@@ -270,3 +308,18 @@ class Encoder:
         from .stream.decoder import StreamDecoder
 
         return StreamDecoder(self, role=role, **kw)
+
+    # -- HF export (encoder.template) ----------------------------------------------------
+    def chat_template(self, training: bool = False) -> str:
+        """The Jinja chat template that gives this encoder's ids (``training=True``: with
+        ``{% generation %}`` blocks around exactly the tokens its mask trains)."""
+        from .template import chat_template
+
+        return chat_template(self, training=training)
+
+    def save_pretrained(self, directory: Any) -> Any:
+        """Write a folder ``AutoTokenizer.from_pretrained`` loads offline: tokenizer, both chat
+        templates, eos = the format's stop token, ``generation_config.json`` with the stop ids."""
+        from .template import save_pretrained
+
+        return save_pretrained(self, directory)

@@ -47,7 +47,7 @@ class MessageEnd:
 @dataclass(frozen=True, slots=True)
 class Stop:
     type: ClassVar[str] = "stop"
-    reason: str            # "return" | "call" | "stop_string" | "stop_id"
+    reason: str            # "return" | "call" | "stop_string" | "stop_id" | "cancel"
     token: str | None
     position: int
     #: ids after the stop within the fed chunk: not streamed, to be trimmed by the caller
@@ -56,10 +56,20 @@ class Stop:
 
 @dataclass(frozen=True, slots=True)
 class Error:
+    """A problem the lenient reader recovered from.
+
+    ``position``: token index where it was found (for skipped text: its first token).
+    ``text``: the input text this error left out of every message, in full (a stray run
+    between messages, an unreadable header, the body of a message whose header could
+    not be read), or None when no text was lost (a bad id, a stray control, a header
+    whose words were kept as content).
+    """
+
     type: ClassVar[str] = "error"
     code: str
     message: str
     position: int | None
+    text: str | None = None
 
 
 Event = Union[MessageStart, Delta, MessageEnd, Stop, Error]

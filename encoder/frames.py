@@ -6,20 +6,59 @@ Shared by ``parse`` (ids), ``parse_text`` (transcripts) and the stream decoder, 
 three read a transcript the same way.  Lenient by default: malformed structure is
 reported as an ``Error`` event and the machine resynchronises at the next ``<|start|>``;
 ``strict=True`` raises ``ParseError`` instead.
+
+Lenient reading never loses text silently: text it cannot place in a message is given
+in full in ``Error.text`` (with the position of its first token):
+
+* a run of text between messages (``E-PARSE-STRAY-TEXT``; whitespace-only runs are
+  layout and ignored), reported once per run at the next control or at the end;
+* a header it gives up on (``E-PARSE-HEADER`` for a malformed header or one longer than
+  ``MAX_HEADER_CHARS``; ``E-STREAM-TRUNCATED`` when the stream ends inside it);
+* the body of a message whose header could not be read (``E-PARSE-SKIPPED``, up to the
+  next ``<|start|>`` or terminator; controls inside it are given as their text).
+
+A header that runs into a terminator (the model skipped ``<|message|>``, e.g. a refusal
+right after the ``<|start|>assistant`` prefill: ``I must refuse<|end|>``) is read the
+way openai-harmony 0.0.8's non-strict parser reads it: the role word (if repeated) and
+``<|channel|>NAME`` are header, everything else is the message's content
+(``E-PARSE-HEADER`` is reported, no text is lost).  Unlike openai-harmony, interior
+whitespace is kept verbatim (openai-harmony collapses runs to one space and puts a
+space before ``<|constrain|>``) and this applies to every message, not only the first
+(openai-harmony silently drops later ones).  An empty header makes no message, as in
+openai-harmony.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
-from .errors import HeaderError, OcmlError, ParseError
+from typing import TYPE_CHECKING, Any
+
+from .errors import HeaderError, InputTypeError, OcmlError, ParseError
 from .events import Delta, Error, Event, MessageEnd, MessageStart, new_delta
 from .headers import Header, parse_header, parse_header_cached
 from .messages import Message
 
+if TYPE_CHECKING:
+    from .formats.base import Format
+
 TERMINATORS = {"<|end|>": "end", "<|call|>": "call", "<|return|>": "return"}
 HEADER_INNER = ("<|channel|>", "<|constrain|>")
-MAX_HEADER_CHARS = 4096  # models that never emit <|message|> must not grow the buffer forever
+MAX_HEADER_CHARS = 4096  # longer "headers" are not headers: a model that never emits <|message|>
+_CHANNEL = "<|channel|>"
+_CHANNEL_WORD = re.compile(r"[^\s<]*")  # openai-harmony: the channel runs up to whitespace or '<'
+
+
+def prefill_role(fmt: Format, role: Any) -> str | None:
+    """Check a ``role=`` argument (the prefilled ``<|start|>ROLE``): None or a role of the format."""
+    if role is None:
+        return None
+    if type(role) is not str:
+        raise InputTypeError(f"role must be a role name or None, got {type(role).__name__}", field="role",
+                             hint='the role of the prefilled "<|start|>ROLE", e.g. role="assistant"')
+    fmt.check_role(role, None)
+    return role
 
 
 def visible(channel: str | None, intent: str | None, role: str) -> bool:
@@ -50,18 +89,47 @@ class FrameMachine:
         #: the open message's channel and whether users may see it (valid in ``content``)
         self.channel: str | None = None
         self.visible = False
+        # text left out of every message, reported in one Error at the next non-text input
+        self._skipped: list[str] = []
+        self._skip_pos: int | None = None
+        #: the last control fed, while nothing but whitespace followed it (how the ids end)
+        self.last_control: str | None = None
 
     # -- plumbing ---------------------------------------------------------
     def _event(self, ev: Event) -> None:
         if self._emit is not None:
             self._emit(ev)
 
-    def error(self, code: str, message: str, position: int | None) -> None:
+    def error(self, code: str, message: str, position: int | None, text: str | None = None) -> None:
+        """Report a problem (``text``: input left out of every message); strict: raise."""
+        if self._skipped:
+            self._flush_skipped()
+        self._report(code, message, position, text)
+
+    def _report(self, code: str, message: str, position: int | None, text: str | None) -> None:
         if self.strict:
             raise ParseError(message, code=code, position=position)
-        err = Error(code, message, position)
+        err = Error(code, message, position, text)
         self.errors.append(err)
         self._event(err)
+
+    def _skip(self, s: str, position: int) -> None:
+        if not self._skipped:
+            self._skip_pos = position
+        self._skipped.append(s)
+        if self.last_control is not None and not s.isspace():
+            self.last_control = None
+
+    def _flush_skipped(self) -> None:
+        """Report the text collected since the last non-text input (a stray run, or a skipped body)."""
+        text = "".join(self._skipped)
+        self._skipped.clear()
+        if self.state == "skip":
+            self._report("E-PARSE-SKIPPED", "body of a message whose header could not be read: "
+                         f"{text[:40]!r}", self._skip_pos, text)
+        elif not text.isspace():  # whitespace between frames is layout (transcripts print newlines)
+            self._report("E-PARSE-STRAY-TEXT", f"text outside a message: {text.strip()[:40]!r}",
+                         self._skip_pos, text)
 
     # -- input -------------------------------------------------------------
     def text(self, s: str, position: int) -> None:
@@ -76,14 +144,12 @@ class FrameMachine:
             self._header.append(s)
             self._header_len += len(s)
             if self._header_len > MAX_HEADER_CHARS:
-                self.error("E-PARSE-HEADER", f"header longer than {MAX_HEADER_CHARS} characters", position)
-                self._header.clear()
+                text = self._header_text()
                 self._header_len = 0
                 self.state = "expect_start"
-        elif st == "skip":
-            return
-        elif not s.isspace():  # whitespace between frames is layout (transcripts print newlines)
-            self.error("E-PARSE-STRAY-TEXT", f"text outside a message: {s[:40]!r}", position)
+                self.error("E-PARSE-HEADER", f"header longer than {MAX_HEADER_CHARS} characters", position, text)
+        else:  # expect_start or skip: collected, reported at the next non-text input
+            self._skip(s, position)
 
     def add_content(self, s: str) -> Delta:
         """Append text to the open message (state ``content``) and return its delta, unemitted.
@@ -104,6 +170,12 @@ class FrameMachine:
         return self._content.append
 
     def control(self, name: str, position: int) -> None:
+        self.last_control = name
+        if self._skipped:
+            if self.state == "skip" and name != "<|start|>" and name not in TERMINATORS:
+                self._skip(name, position)  # a control inside a skipped body: its text, with the body
+                return
+            self._flush_skipped()
         st = self.state
         if st == "content":
             reason = TERMINATORS.get(name)
@@ -123,13 +195,10 @@ class FrameMachine:
             elif name in HEADER_INNER:
                 self._header.append(name)
             elif name == "<|start|>":
-                self.error("E-PARSE-HEADER", "<|start|> inside a header", position)
+                self.error("E-PARSE-HEADER", "<|start|> inside a header", position, self._header_text() or None)
                 self._begin()
             elif name in TERMINATORS:
-                # <|message|> missing: salvage "ROLE<|channel|>CH rest" as header + content.
-                self.error("E-PARSE-HEADER", f"{name} before <|message|>", position)
-                self._salvage(position)
-                self.close(TERMINATORS[name], position)
+                self._salvage(name, position)
             else:
                 self.error("E-PARSE-STRAY-CONTROL", f"{name} inside a header", position)
         elif st == "skip":
@@ -137,6 +206,8 @@ class FrameMachine:
                 self._begin()
             elif name in TERMINATORS:
                 self.state = "expect_start"
+            else:  # a control inside a skipped body (first input of the body): its text
+                self._skip(name, position)
         else:
             if name == "<|start|>":
                 self._begin()
@@ -147,11 +218,33 @@ class FrameMachine:
         self.error("E-PARSE-STRAY-CONTROL", f"special token {token} in the stream", position)
 
     def finish(self, position: int) -> None:
+        if self._skipped:
+            self._flush_skipped()
         if self.state == "content":
             self.error("E-STREAM-TRUNCATED", "the stream ended inside a message", position)
             self.close("truncated", position)
         elif self.state == "header" and (self._header or self._prefill is None):
-            self.error("E-STREAM-TRUNCATED", "the stream ended inside a header", position)
+            text = self._header_text()
+            self.state = "expect_start"
+            self.error("E-STREAM-TRUNCATED", "the stream ended inside a header", position, text or None)
+        elif self.state == "skip":
+            self.state = "expect_start"
+
+    def cancel(self, position: int) -> None:
+        """The stream was cancelled on purpose: an open message is closed as ``truncated``
+        without an error; a header still open never became a message, its text is reported
+        (``E-STREAM-TRUNCATED``; not raised in strict mode: a cut is not malformed input).
+        Stray text fed before is reported (strict: raised) as ``finish`` does."""
+        if self._skipped:
+            self._flush_skipped()
+        if self.state == "content":
+            self.close("truncated", position)
+        elif self.state == "header" and (self._header or self._prefill is None):
+            text = self._header_text()
+            self.state = "expect_start"
+            if not self.strict:
+                self._report("E-STREAM-TRUNCATED", "the stream was cancelled inside a header", position, text or None)
+        elif self.state == "skip":
             self.state = "expect_start"
 
     # -- transitions ---------------------------------------------------------
@@ -161,6 +254,12 @@ class FrameMachine:
         self._header_len = 0
         self._prefill = None
 
+    def _header_text(self) -> str:
+        hd = self._header
+        text = hd[0] if len(hd) == 1 else "".join(hd)
+        self._header = []
+        return text
+
     def _open(self, position: int) -> None:
         hd = self._header
         text = hd[0] if len(hd) == 1 else "".join(hd)
@@ -169,9 +268,12 @@ class FrameMachine:
         except HeaderError as exc:
             if self.strict:
                 raise
-            self.error(exc.code, exc.message, position)
-            self.state = "skip"  # drop this message's content until the next <|start|>
+            self.error(exc.code, exc.message, position, text or None)
+            self.state = "skip"  # the body up to the next <|start|> / terminator: E-PARSE-SKIPPED
             return
+        self._start(h, position)
+
+    def _start(self, h: Header, position: int) -> None:
         self._prefill = None
         self._h = h
         self._content = []
@@ -182,21 +284,47 @@ class FrameMachine:
             self._emit(MessageStart(h.role, h.channel, h.recipient, h.call_id, h.name, h.intent, h.content_type,
                                     h.constrain, position))
 
-    def _salvage(self, position: int) -> None:
-        text = "".join(self._header)
-        head, sep, rest = text.partition("<|channel|>")
-        words = rest.split(None, 1) if sep else []
-        try:
-            h = parse_header(head + (sep + words[0] if words else ""), harmony=self.harmony, role=self._prefill,
-                             position=position)
-        except OcmlError:
-            h = Header(role=self._prefill or "assistant")
+    def _salvage(self, name: str, position: int) -> None:
+        """``name`` (a terminator) ended a header: <|message|> is missing.  Read the header as
+        openai-harmony's non-strict parser does (see the module docstring): the role word (if
+        repeated) and ``<|channel|>NAME`` are header, the rest is content."""
+        text = self._header_text()
+        role = self._prefill
         self._prefill = None
-        self._h = h
-        self._content = [words[1]] if len(words) > 1 else []
-        self.channel = h.channel
-        self.visible = visible(h.channel, h.intent, h.role)
-        self.state = "content"
+        channel: str | None = None
+        rest = text
+        k = rest.find(_CHANNEL)
+        if k >= 0:
+            after = rest[k + len(_CHANNEL):]
+            word = _CHANNEL_WORD.match(after).group()  # type: ignore[union-attr]
+            channel = word or None
+            rest = rest[:k] + after[len(word):]
+        rest = rest.strip()
+        first = rest.split(None, 1)[0] if rest else ""
+        h: Header | None = None
+        if role is not None:
+            if first == role:  # the prefilled role, repeated
+                rest = rest[len(first):].lstrip()
+            h = Header(role=role, channel=channel) if text else None  # nothing at all: no message
+        elif first:  # a later message: its first word is the role
+            try:
+                r = parse_header(first, harmony=self.harmony, position=position)
+            except OcmlError:
+                pass
+            else:
+                h = Header(role=r.role, name=r.name, channel=channel)
+                rest = rest[len(first):].lstrip()
+        msg = f"{name} before <|message|>"
+        if h is None:
+            self.state = "expect_start"
+            self.error("E-PARSE-HEADER", msg + (": no readable role, the header is skipped" if text else ""),
+                       position, text or None)
+            return
+        self.error("E-PARSE-HEADER", msg + ": the header text is kept as content", position)
+        self._start(h, position)
+        if rest:
+            self.text(rest, position)
+        self.close(TERMINATORS[name], position)
 
     def close(self, reason: str, position: int) -> None:
         """End the open message (``reason``: end | return | call | truncated)."""

@@ -11,6 +11,12 @@ incomplete UTF-8 sequence before a control becomes U+FFFD there, as in the strea
 decoder).  Controls spelled as text (fallback mode) are found in those bytes by
 ``TextSplitter`` (escape aware, literal-block aware) and everything goes through the
 shared ``FrameMachine``.
+
+``Encoder.parse(ids)`` returns the messages; ``errors="collect"`` returns a ``ParseResult``
+(messages, end reasons, every ``Error`` with the text it left out of the messages, and
+the control the ids end with); ``errors="raise"`` / ``strict=True`` raise ``ParseError``.
+Positions: text at the token of its first byte, a control spelled as text at the token
+of its last byte (as the stream decoder reports them).
 """
 
 from __future__ import annotations
@@ -18,14 +24,15 @@ from __future__ import annotations
 import operator
 import re
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .errors import InputTypeError
-from .frames import FrameMachine
+from .errors import InputError, InputTypeError
+from .events import Error
+from .frames import FrameMachine, prefill_role
 from .messages import Message
 
 if TYPE_CHECKING:
@@ -41,9 +48,42 @@ _LEN_MASK = (1 << _SHIFT) - 1
 
 @dataclass
 class ParseResult:
+    """``Encoder.parse(ids, errors="collect")``: what a lenient parse made of the ids.
+
+    ``messages``: as ``parse`` returns them; ``ends``: each message's end reason (``end`` |
+    ``return`` | ``call`` | ``truncated``); ``errors``: every problem recovered from, in
+    order (``Error(code, message, position, text)``; ``text`` is input left out of every
+    message, so nothing is dropped without a trace).
+    """
+
     messages: list[Message]
     ends: list[str]
-    errors: list = field(default_factory=list)
+    errors: list[Error] = field(default_factory=list)
+    #: the control the ids end with (only whitespace after it; e.g. ``<|return|>``), or None
+    last_control: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """No errors: the ids followed the format."""
+        return not self.errors
+
+
+#: ``errors=`` of ``Encoder.parse``
+ERROR_MODES = ("ignore", "collect", "raise")
+
+
+def error_mode(strict: Any, errors: Any) -> tuple[bool, bool]:
+    """``(strict, errors)`` arguments -> (raise on the first error, return a ``ParseResult``)."""
+    if errors not in ERROR_MODES:
+        raise InputError(f"errors={errors!r}", field="errors", code="E-INPUT-ARGUMENT",
+                         hint="'ignore' (lenient, messages only), 'collect' (lenient, a ParseResult with "
+                              "the errors) or 'raise' (strict)")
+    if type(strict) is not bool:
+        raise InputTypeError(f"strict must be True or False, got {type(strict).__name__}", field="strict")
+    if strict and errors == "collect":
+        raise InputError("strict=True raises on the first error; there is nothing to collect", field="errors",
+                         code="E-INPUT-ARGUMENT", hint="errors='collect' alone (lenient), or strict=True alone")
+    return strict or errors == "raise", errors == "collect"
 
 
 class TextSplitter:
@@ -68,9 +108,10 @@ class TextSplitter:
         self._names = dict(zip(keys, alts))
         self.literal_end: bytes | None = _ENDLITERAL_B if ENDLITERAL in self.controls else None
 
-    def pieces(self, data: bytes, literal: bool) -> tuple[list[tuple[str | None, bytes]], bool]:
-        """-> [(control name, b"") or (None, text bytes)], literal state after ``data``."""
-        out: list[tuple[str | None, bytes]] = []
+    def pieces(self, data: bytes, literal: bool) -> tuple[list[tuple[str | None, bytes, int]], bool]:
+        """-> [(control name, b"", offset) or (None, text bytes, offset)], literal state after
+        ``data``; ``offset``: where the piece starts in ``data``."""
+        out: list[tuple[str | None, bytes, int]] = []
         pos = 0
         n = len(data)
         normal = self.normal
@@ -80,26 +121,26 @@ class TextSplitter:
                 end = self.literal_end
                 k = data.find(end, pos) if end is not None else -1
                 if k < 0:
-                    out.append((None, data[pos:]))
+                    out.append((None, data[pos:], pos))
                     break
                 if k > pos:
-                    out.append((None, data[pos:k]))
-                out.append((ENDLITERAL, b""))
+                    out.append((None, data[pos:k], pos))
+                out.append((ENDLITERAL, b"", k))
                 literal = False
                 pos = k + len(_ENDLITERAL_B)
                 continue
             m = normal.search(data, pos) if normal is not None else None
             if m is None:
-                out.append((None, data[pos:] if pos else data))
+                out.append((None, data[pos:] if pos else data, pos))
                 break
             start = m.start()
             if start > pos:
-                out.append((None, data[pos:start]))
+                out.append((None, data[pos:start], pos))
             name = names[m.group(2)]
             if m.group(1):  # escape: the control's text, one '<' removed
-                out.append((None, name.encode()))
+                out.append((None, name.encode(), start))
             else:
-                out.append((name, b""))
+                out.append((name, b"", start))
                 if name == LITERAL:
                     literal = True
             pos = m.end()
@@ -108,25 +149,31 @@ class TextSplitter:
     def split(self, data: bytes, literal: bool) -> tuple[list[tuple[bool, bytes]], bool]:
         """-> [(is_control, bytes)], literal state after ``data``."""
         pieces, literal = self.pieces(data, literal)
-        return [(True, name.encode()) if name is not None else (False, chunk) for name, chunk in pieces], literal
+        return [(True, name.encode()) if name is not None else (False, chunk) for name, chunk, _ in pieces], literal
 
-    def feed(self, data: bytes, fm: FrameMachine, position: int, literal: bool) -> bool:
-        """Split ``data`` and hand the pieces to ``fm``; returns the literal state after it."""
+    def feed(self, data: bytes, fm: FrameMachine, position: int, literal: bool,
+             locate: Callable[[int], int] | None = None) -> bool:
+        """Split ``data`` and hand the pieces to ``fm``; returns the literal state after it.
+
+        ``position``: the token index of ``data``'s first byte; ``locate``: byte offset in
+        ``data`` -> token index (None: every piece is at ``position``).  Text is at the token
+        of its first byte, a control at the token of its last (as the stream decoder says)."""
         if not literal and (self.normal is None or b"<" not in data):
             if data:
                 fm.text(data.decode("utf-8", "replace"), position)
             return False
         lit = literal
         pieces, literal = self.pieces(data, literal)
-        for name, chunk in pieces:
+        for name, chunk, off in pieces:
             if name is None:
-                fm.text(chunk.decode("utf-8", "replace"), position)
+                fm.text(chunk.decode("utf-8", "replace"), locate(off) if locate is not None and off else position)
             elif name == LITERAL:  # literal markers only switch the splitter's mode...
                 lit = True
             elif name == ENDLITERAL and lit:
                 lit = False
             else:  # ...except an <|endliteral|> with no block to close: stray, as in id mode
-                fm.control(name, position)
+                # a control is where it is complete (its last byte), as in the stream decoder
+                fm.control(name, locate(off + len(name) - 1) if locate is not None else position)
         return literal
 
 
@@ -228,9 +275,14 @@ class IdParser:
         literal = False
         prev = 0
         bprev = 0
+
+        def locate(offset: int) -> int:  # byte offset in the run starting at bprev -> its token
+            return int(ends.searchsorted(bprev + offset, side="right"))
+
+        loc = locate if self.splitter.normal is not None else None
         for c, k, b in zip(cuts.tolist(), self.kind[arr[cuts]].tolist(), ends[cuts].tolist()):
             if b > bprev:
-                literal = feed_text(data[bprev:b], fm, prev, literal)
+                literal = feed_text(data[bprev:b], fm, prev, literal, loc)
             prev = c + 1
             bprev = b
             name = names[k]
@@ -251,7 +303,7 @@ class IdParser:
             else:
                 fm.special(name, c)
         if total > bprev:
-            feed_text(data[bprev:] if bprev else data, fm, prev, literal)
+            feed_text(data[bprev:] if bprev else data, fm, prev, literal, loc)
         fm.finish(n)
 
 
@@ -264,10 +316,12 @@ def parser_for(enc: Encoder) -> IdParser:
 
 
 def parse_ids(enc: Encoder, ids: Sequence[int] | np.ndarray, *, strict: bool = False,
-              role: str | None = None, detailed: bool = False) -> list[Message]:
+              role: str | None = None, detailed: bool = False) -> Any:
+    """ids -> messages (``detailed``: a ``ParseResult``).  ``role``: the prefilled ``<|start|>ROLE``."""
+    role = prefill_role(enc.format, role)
     p = parser_for(enc)
-    fm = FrameMachine(harmony=enc.format_name == "harmony", strict=strict, role=role, markers=p.markers)
+    fm = enc.format.frame_machine(strict=strict, role=role, markers=p.markers)
     p.feed_atoms(ids, fm)
     if detailed:
-        return ParseResult(fm.messages, fm.ends, fm.errors)  # type: ignore[return-value]
+        return ParseResult(fm.messages, fm.ends, fm.errors, fm.last_control)
     return fm.messages

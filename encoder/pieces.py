@@ -12,6 +12,9 @@ from dataclasses import dataclass
 
 CTL = 0
 TXT = 1
+#: text that is never trained, even inside a trained group (Apertus tool outputs inside the
+#: assistant turn); encoded like ``TXT``
+OFF = 2
 
 Piece = tuple[int, str]
 

@@ -22,7 +22,9 @@ from .errors import OcmlError
 from .formats.base import Format, PlanContext
 from .masks import Flags
 from .messages import Conversation
-from .pieces import CTL, Piece
+from .pieces import CTL, OFF, TXT, Piece
+from .runs import expand_runs, merge_runs
+from .sections import SECTIONS, SectionIds
 from .textenc import TextEncoder
 
 _HEADER_CACHE_MAX = 4096
@@ -113,6 +115,7 @@ class Renderer:
         self.text = TextEncoder(tokenizer, threads)
         self._ctl: dict[str, tuple[int, ...]] = {}
         self._headers: dict[tuple[Any, ...], tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        self.sections = SectionIds()  # body ids of interned system/developer sections (encoder.sections)
 
     def control_ids(self, token: str) -> tuple[int, ...]:
         """A control as one id, or (fallback) its ASCII text as ordinary tokens."""
@@ -123,15 +126,44 @@ class Renderer:
             self._ctl[token] = ids
         return ids
 
-    def pieces_ids(self, pieces: Sequence[Piece]) -> tuple[int, ...]:
+    def pieces_ids(self, pieces: Sequence[Piece], after_text: bool = False) -> tuple[int, ...]:
+        """Ids of ``pieces``; ``after_text``: the first piece follows a text piece.  A text piece
+        right after text is a continuation (SentencePiece tokenizers that prefix every run with
+        ``▁`` must not prefix it: the model saw the whole header as one run)."""
         out: list[int] = []
-        enc = self.tokenizer.encode_text
+        tok = self.tokenizer
         for kind, val in pieces:
             if kind == CTL:
                 out.extend(self.control_ids(val))
+                after_text = False
             elif val:
-                out.extend(enc(val))
+                out.extend(tok.encode_continuation(val) if after_text else tok.encode_text(val))
+                after_text = True
         return tuple(out)
+
+    def control_item(self, token: str) -> tuple[int, ...] | str:
+        """Whole-run formats: a registered control as its id, else its text (joins the run)."""
+        cid = self.tokenizer.control_id(token)
+        return (cid,) if cid is not None else token
+
+    def pieces_items(self, pieces: Sequence[Piece]) -> tuple[Any, ...]:
+        """Whole-run formats: pieces as layout items (ids of registered controls, else text)."""
+        return tuple(self.control_item(val) if kind == CTL else val for kind, val in pieces if val)
+
+    @property
+    def byte_len(self) -> np.ndarray:
+        """Per id: its byte length (places run segments among tokens, ``encoder.runs``)."""
+        bl = getattr(self, "_byte_len", None)
+        if bl is None:
+            bl = np.fromiter((0 if b is None else len(b) for b in self.tokenizer.token_bytes_table), dtype=np.int64)
+            self._byte_len = bl
+            self._byte_len_list = bl.tolist()
+        return bl
+
+    @property
+    def byte_len_list(self) -> list[int]:
+        self.byte_len  # noqa: B018  (builds both)
+        return self._byte_len_list
 
     def layout(self, conv: Conversation, keep: Sequence[int], flags: Sequence[Flags], train_mode: bool,
                prompt_mode: bool, dropped: tuple[int, ...]) -> RenderJob:
@@ -140,17 +172,32 @@ class Renderer:
         job = RenderJob(conv, dropped)
         items, train, owner = job.items, job.train, job.owner
         headers = self._headers
-        ctl = self.control_ids
+        merge = fmt.merge_text_runs
+        ctl = self.control_item if merge else self.control_ids
+        after = self.pieces_items(fmt.after_message) if merge else (
+            (self.pieces_ids(fmt.after_message),) if fmt.after_message else ())
         ctx: PlanContext | None = None
         last = keep[-1] if keep else -1
+        # prompt mode: the format may leave the last message open for the model to continue
+        # (Apertus after tool outputs): no terminator, no generation prompt
+        cont = prompt_mode and last >= 0 and fmt.prompt_continues(msgs[last])
+        prefix, suffix = fmt.frame_pieces(conv)
+        if prefix:
+            self._add_framing(job, prefix, merge)
         for i, (f_prompt, f_header, f_body, f_end) in zip(keep, flags):
             m = msgs[i]
-            end = fmt.end_token(m, train_mode and i == last)
+            end = "" if cont and i == last else fmt.end_token(m, train_mode and i == last)
             key = fmt.header_key(m)
             body = fmt.plain_body(m)
             hit = headers.get(key)
             plan = None
-            if hit is None or body is None:
+            sec = None  # cached body ids of a section seen before (same content, same object)
+            s = m.structured
+            if s is not None and not merge and SECTIONS.interned(s):
+                if ctx is None:
+                    ctx = fmt.context(conv)
+                sec = self.sections.get(s, ctx.has_function_tools)
+            if hit is None or (body is None and sec is None):
                 if ctx is None:
                     ctx = fmt.context(conv)
                 try:
@@ -160,14 +207,33 @@ class Renderer:
                     exc.args = (exc._render(),)
                     raise
                 if hit is None:
-                    hit = (self.pieces_ids(plan.prompt), self.pieces_ids(plan.header))
+                    if merge:
+                        hit = (self.pieces_items(plan.prompt), self.pieces_items(plan.header))
+                    else:
+                        hit = (self.pieces_ids(plan.prompt),
+                               self.pieces_ids(plan.header, bool(plan.prompt) and plan.prompt[-1][0] != CTL))
                     if len(headers) >= _HEADER_CACHE_MAX:
                         headers.clear()
                     headers[key] = hit
-            items += hit
-            train += (f_prompt, f_header)
-            owner += (i, i)
-            if plan is None:
+            if merge:
+                p, h = hit
+                items += p
+                items += h
+                train += [f_prompt] * len(p) + [f_header] * len(h)
+                owner += [i] * (len(p) + len(h))
+            else:
+                items += hit
+                train += (f_prompt, f_header)
+                owner += (i, i)
+            if sec is None and plan is not None and s is not None and not merge and SECTIONS.interned(s) \
+                    and len(plan.body) == 1 and plan.body[0][0] == TXT and plan.body[0][1]:
+                sec = self.text.ids(plan.body[0][1])
+                self.sections.put(s, ctx.has_function_tools, sec)  # type: ignore[union-attr]
+            if sec is not None:
+                items.append(sec)
+                train.append(f_body)
+                owner.append(i)
+            elif plan is None:
                 if body:
                     items.append(body)
                     train.append(f_body)
@@ -180,19 +246,62 @@ class Renderer:
                         items.append(val)
                     else:
                         continue
-                    train.append(f_body)
+                    train.append(f_body and kind != OFF)
                     owner.append(i)
-            items.append(ctl(end))
-            train.append(f_end)
-            owner.append(i)
-        if prompt_mode:
-            items.append(self.pieces_ids(fmt.generation_prompt()))
-            train.append(False)
-            owner.append(-1)
+            if end:
+                items.append(ctl(end))
+                train.append(f_end)
+                owner.append(i)
+            if after and not (cont and i == last):
+                items += after
+                train += [False] * len(after)
+                owner += [i] * len(after)
+        if prompt_mode and not cont:
+            if merge:
+                gp = self.pieces_items(fmt.generation_prompt())
+                items += gp
+                train += [False] * len(gp)
+                owner += [-1] * len(gp)
+            else:
+                items.append(self.pieces_ids(fmt.generation_prompt()))
+                train.append(False)
+                owner.append(-1)
+        elif suffix and not prompt_mode:
+            self._add_framing(job, suffix, merge)
+        if merge:
+            job.items, job.train, job.owner = merge_runs(items, train, owner)
+        return job
+
+    def _add_framing(self, job: RenderJob, pieces: Sequence[Piece], merge: bool) -> None:
+        """Conversation framing (``<s>`` / ``</s>``): never trained, owner ``SYNTHESIZED``."""
+        its = self.pieces_items(pieces) if merge else (self.pieces_ids(pieces),)
+        job.items += its
+        job.train += [False] * len(its)
+        job.owner += [SYNTHESIZED] * len(its)
+
+    def layout_pieces(self, entries: Sequence[tuple[Piece, bool, int]], conv: Conversation) -> RenderJob:
+        """Pieces with their own (trained, owner) flags as one job (fill-in-the-middle documents)."""
+        job = RenderJob(conv, ())
+        merge = self.format.merge_text_runs
+        for (kind, val), t, o in entries:
+            if kind == CTL:
+                job.items.append(self.control_item(val) if merge else self.control_ids(val))
+            elif val:
+                job.items.append(val)
+            else:
+                continue
+            job.train.append(t and kind != OFF)
+            job.owner.append(o)
+        if merge:
+            job.items, job.train, job.owner = merge_runs(job.items, job.train, job.owner)
         return job
 
     def assemble(self, jobs: Sequence[RenderJob]) -> list[RenderResult]:
         """Encode the text of ``jobs`` and cut one set of arrays into per-job results."""
+        if self.format.merge_text_runs:  # whole runs: encoded here, cut by the straddling rule
+            for job in jobs:
+                job.items, job.train, job.owner = expand_runs(job.items, job.train, job.owner, self.text.encode,
+                                                              self.byte_len, self.byte_len_list)
         if len(jobs) == 1:
             items, train, owner = jobs[0].items, jobs[0].train, jobs[0].owner
         else:

@@ -98,6 +98,12 @@ class TextEncoder:
         for k in long_at:
             items[k] = enc(items[k])
 
+    def ids(self, text: str) -> np.ndarray:
+        """One text as int32 ids, exactly as ``encode`` encodes it in a render (section cache)."""
+        items: list[Any] = [text]
+        self.encode(items)
+        return np.asarray(items[0], dtype=np.int32)
+
     def _parallel(self, items: list[Any], long_at: list[int], total: int) -> None:
         # Contiguous shares of about equal characters; the caller thread takes the first.
         n = min(self.threads, len(long_at))

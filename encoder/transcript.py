@@ -18,7 +18,6 @@ import yaml
 from vocab.errors import as_strings
 
 from .errors import InputError, ParseError
-from .frames import FrameMachine
 from .messages import Conversation, CotPolicy, Mode, Options
 from .parse import TextSplitter
 
@@ -38,7 +37,8 @@ class _TextOnly:
 def _text_format(enc: Encoder):  # type: ignore[no-untyped-def]
     fmt = getattr(enc, "_text_format", None)
     if fmt is None:
-        opts = {"recipient_after_channel": enc.format.recipient_after_channel} if enc.format_name == "harmony" else {}
+        opts = ({"recipient_after_channel": enc.format.recipient_after_channel} if enc.format_name == "harmony"
+                else enc.format.init_options())
         fmt = type(enc.format)(_TextOnly(), validate_bodies=False, **opts)  # type: ignore[arg-type]
         enc._text_format = fmt  # type: ignore[attr-defined]
     return fmt
@@ -60,12 +60,22 @@ def to_text(enc: Encoder, conversation: Any, *, mode: Mode, cot: CotPolicy | str
     ctx = enc.format.context(conv)
     msgs = [conv.messages[i] for i in keep]
     frames = []
+    # the same layout as the renderer's: framing, terminators, pieces after each message,
+    # a last message the model continues in prompt mode (see ``Renderer.layout``)
+    cont = mode is Mode.PROMPT and bool(msgs) and fmt.prompt_continues(msgs[-1])
+    after = "".join(v for _, v in fmt.after_message)
+    prefix, suffix = fmt.frame_pieces(conv)
     for j, m in enumerate(msgs):
-        plan = fmt.plan(m, fmt.end_token(m, mode is Mode.TRAIN and j == len(msgs) - 1), ctx)
-        frames.append("".join(v for _, v in (*plan.prompt, *plan.header, *plan.body, *plan.end)))
-    if mode is Mode.PROMPT:
+        last = j == len(msgs) - 1
+        end = "" if cont and last else fmt.end_token(m, mode is Mode.TRAIN and last)
+        plan = fmt.plan(m, end, ctx)
+        frames.append("".join(v for _, v in (*plan.prompt, *plan.header, *plan.body, *plan.end))
+                      + ("" if cont and last else after))
+    if mode is Mode.PROMPT and not cont:
         frames.append("".join(v for _, v in fmt.generation_prompt()))
-    body = "\n".join(frames)
+    body = fmt.transcript_joiner.join(frames)
+    if prefix or (suffix and mode is not Mode.PROMPT):
+        body = "".join(v for _, v in prefix) + body + ("" if mode is Mode.PROMPT else "".join(v for _, v in suffix))
     if not header or enc.format_name not in VERSIONS:
         return body
     meta: dict[str, Any] = {"version": VERSIONS[enc.format_name]}
@@ -109,7 +119,7 @@ def parse_text(enc: Encoder, text: str, *, strict: bool = False) -> Conversation
         raise ParseError(f"transcript version {version} is not 1.x or 2.x", code="E-PARSE-DOCUMENT-HEADER",
                          field="version")
     splitter, markers = _text_reader(enc)
-    fm = FrameMachine(harmony=enc.format_name == "harmony", strict=strict, markers=markers)
+    fm = enc.format.frame_machine(strict=strict, role=None, markers=markers)
     splitter.feed(body.encode("utf-8"), fm, 0, False)
     fm.finish(0)
     gs = meta.get("generation_settings") or {}

@@ -13,6 +13,15 @@ Compares, on the same conversations and with identical ids where a reference mak
    converted to HF (``Tokenizer.to_hf()``).
 ``ocml`` is ``render`` one conversation at a time, ``ocml_batch`` is ``render_batch``,
 ``ocml_2threads`` is ``render`` with ``threads=2`` (opt-in).
+
+Agentic workloads (issue 9: system prompt, 1-4 function tools with JSON Schemas, turns with
+tool calls, results and reasoning, from ``tests/test_openai_input.openai_conversation``):
+``agentic_own`` (every conversation its own tools) and ``agentic_shared`` (one tool set,
+system prompt and options shared by all, as in SFT sets), each given as OpenAI chat dicts
+(Harmony and ``openchatml-2.2``) and as openai-harmony JSON (``*_json``: the parsed
+``Conversation.to_json()``; openai-harmony gets its own objects, prebuilt, untimed).
+The floor of every workload (``ratio_vs_floor``) is the text runs between control tokens of
+the same renders, each encoded plainly with ``encode_ordinary``.
 Medians of interleaved repetitions; timings on a shared VM are noisy, the ratios are the result.
 """
 
@@ -70,6 +79,97 @@ def conversations(kind: str, n: int, seed: int = 0) -> list[list[dict]]:
     return out
 
 
+def agentic(n: int, shared: bool, seed: int = 9) -> list[dict]:
+    """OpenAI-style agentic conversations; ``shared``: one tool set, system prompt and options for all."""
+    from gen import TOOL_NAMES, schema, text
+    from test_openai_input import openai_conversation
+
+    rng = random.Random(seed)
+    out = [openai_conversation(rng) for _ in range(n)]
+    if not shared:
+        return out
+    srng = random.Random(seed + 1)
+    tools = [{"type": "function", "function": {"name": name, "description": f"{text(srng, 12)}.",
+                                               "parameters": schema(srng)}} for name in TOOL_NAMES]
+    system = " ".join(text(srng, 12) for _ in range(6)) or "Be brief."
+    for conv in out:
+        msgs = [m for m in conv["messages"] if m["role"] not in ("system", "developer")]
+        for m in msgs:
+            for c in m.get("tool_calls") or ():
+                c["function"]["name"] = rng.choice(TOOL_NAMES)
+        conv.clear()
+        conv.update({"messages": [{"role": "system", "content": system}, *msgs], "tools": tools,
+                     "reasoning_effort": "high"})
+    return out
+
+
+def text_runs(tok, ids) -> list[str]:  # type: ignore[no-untyped-def]
+    """The text between control tokens of a render (the floor encodes each run plainly)."""
+    import numpy as np
+
+    ctl = np.isin(ids, np.fromiter(tok.special_ids, dtype=np.int64))
+    cuts = np.flatnonzero(ctl)
+    runs = []
+    a = 0
+    for b in [*cuts.tolist(), len(ids)]:
+        if b > a:
+            runs.append(tok.decode_bytes(ids[a:b].tolist()).decode("utf-8"))
+        a = b + 1
+    return runs
+
+
+def agentic_rows(args, oh, henc) -> list[dict]:  # type: ignore[no-untyped-def]
+    """Issue 9 workloads: ratio to the floor (text runs between controls) and to openai-harmony
+    (whose default training render drops analysis the gpt-oss way: ``cot="harmony"``)."""
+    from test_openai_input import to_harmony_objects
+
+    rows = []
+    enc = encoder.Encoder("harmony")
+    tok = enc.tokenizer
+    core = tok.encoding._core_bpe.encode_ordinary
+    ocml22 = encoder.Encoder("openchatml-2.2")
+    core22 = ocml22.tokenizer.encoding._core_bpe.encode_ordinary
+    for shared in (False, True):
+        convs = agentic(args.n, shared)
+        name = "agentic_shared" if shared else "agentic_own"
+        runs = [r for c in convs for r in text_runs(tok, enc.render(c, cot="harmony").ids)]
+        runs22 = [r for c in convs for r in text_runs(ocml22.tokenizer, ocml22.render(c).ids)]
+        fns = {
+            "ocml": lambda: [enc.render(c, cot="harmony") for c in convs],
+            "ocml_batch": lambda: enc.render_batch(convs, cot="harmony"),
+            "floor": lambda: [core(r) for r in runs],
+            "ocml_openchatml22": lambda: [ocml22.render(c) for c in convs],
+            "floor_openchatml22": lambda: [core22(r) for r in runs22],
+        }
+        hconvs = jsons = None
+        if henc is not None:
+            hconvs = [to_harmony_objects(c, oh) for c in convs]
+            jsons = [json.loads(h.to_json()) for h in hconvs]
+            jruns = [r for j in jsons for r in text_runs(tok, enc.render(j, cot="harmony").ids)]
+            fns["ocml_json"] = lambda: [enc.render(j, cot="harmony") for j in jsons]
+            fns["floor_json"] = lambda: [core(r) for r in jruns]
+            fns["openai_harmony"] = lambda: [henc.render_conversation_for_training(h) for h in hconvs]
+        t = contest(fns, args.reps)
+        row: dict[str, object] = {"workload": name, "conversations": len(convs),
+                                  "tokens": sum(len(enc.render(c)) for c in convs)}
+        row["ocml_us_per_conv"] = 1e6 * t["ocml"] / len(convs)
+        row["floor_us_per_conv"] = 1e6 * t["floor"] / len(convs)
+        row["ratio_vs_floor"] = t["ocml"] / t["floor"]
+        row["ratio_batch_vs_floor"] = t["ocml_batch"] / t["floor"]
+        row["ratio_openchatml22_vs_floor"] = t["ocml_openchatml22"] / t["floor_openchatml22"]
+        if henc is not None:
+            row["harmony_ids_identical"] = all(
+                enc.render(c, cot="harmony").ids.tolist() == henc.render_conversation_for_training(h)
+                and enc.render(j, cot="harmony").ids.tolist() == henc.render_conversation_for_training(h)
+                for c, j, h in zip(convs, jsons, hconvs))
+            row["openai_harmony_us_per_conv"] = 1e6 * t["openai_harmony"] / len(convs)
+            row["ratio_json_vs_floor"] = t["ocml_json"] / t["floor_json"]
+            row["speedup_ocml_vs_openai_harmony"] = t["openai_harmony"] / t["ocml"]
+            row["speedup_ocml_json_vs_openai_harmony"] = t["openai_harmony"] / t["ocml_json"]
+        rows.append(row)
+    return rows
+
+
 def contest(fns: dict[str, object], reps: int) -> dict[str, float]:
     """Median seconds per contender, runs interleaved round by round so load drifts hit all alike."""
     for fn in fns.values():
@@ -97,6 +197,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--n", type=int, default=200, help="conversations per workload")
+    ap.add_argument("--only", choices=["agentic", "chats"], help="run one group of workloads")
     args = ap.parse_args()
     enc = encoder.Encoder("harmony")
     tok = enc.tokenizer
@@ -106,9 +207,9 @@ def main() -> None:
         hf = tok.to_hf()
     except Exception as exc:  # noqa: BLE001
         print(f"(skipping apply_chat_template: {exc})")
-    rows = []
+    rows = [] if args.only == "chats" else agentic_rows(args, oh, henc)
     two = encoder.Encoder("harmony", threads=2)  # opt-in encode threads, for comparison
-    for kind in ("short", "long", "many"):
+    for kind in () if args.only == "agentic" else ("short", "long", "many"):
         convs = conversations(kind, args.n if kind == "short" else max(args.n // 10, 5))
         # the same text pieces ocml encodes, for the encode_ordinary floor
         pieces = []

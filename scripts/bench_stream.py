@@ -77,8 +77,9 @@ def main() -> None:
     oh, harmony = offline_harmony()
     import encoder
 
-    h_enc = encoder.Encoder("harmony")
-    f_enc = encoder.Encoder("openchatml-2.2", tokenizer="o200k_base")
+    # canonical messages (the formats' own terms): the [user] prompt prefix must read the same way
+    h_enc = encoder.Encoder("harmony", shape="native")
+    f_enc = encoder.Encoder("openchatml-2.2", tokenizer="o200k_base", shape="native")
     rng = random.Random(1)
     n_words = max(args.tokens // 3, 10)
     conv = {"messages": [

@@ -99,8 +99,8 @@ def main() -> None:
     from encoder.stream.batch import VECTOR_MIN_ROWS, BatchDecoder
     from encoder.stream.decoder import tables_for
 
-    encs = {"id": encoder.Encoder("harmony"),
-            "fallback": encoder.Encoder("openchatml-2.2", tokenizer="o200k_base")}
+    encs = {"id": encoder.Encoder("harmony", shape="native"),  # canonical messages: prefixes read alike
+            "fallback": encoder.Encoder("openchatml-2.2", tokenizer="o200k_base", shape="native")}
     for e in encs.values():
         e.decoder(role="assistant")  # build the cached scanner tables outside the timings
         BatchDecoder(e, 1)           # and the lean masks

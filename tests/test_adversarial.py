@@ -243,7 +243,8 @@ def test_case_40_malformed_channels(encs, mode):
     * ``commentary?``, ``??`` -> kept verbatim as (unknown) channel names: not visible,
       not the final answer;
     * an empty channel, or a doubled ``<|channel|>`` -> ``E-PARSE-HEADER``; the message
-      is dropped and decoding resynchronises at the next ``<|start|>``.
+      is dropped (its body reported as ``E-PARSE-SKIPPED`` with its text) and decoding
+      resynchronises at the next ``<|start|>``.
 
     ``strict=True`` raises ``HeaderError`` for the last two (as ``Encoder.parse`` does).
     """
@@ -265,7 +266,8 @@ def test_case_40_malformed_channels(encs, mode):
         assert [d.visible for d in ev if type(d) is Delta] == [False, True]
     for bad in ([""], ["ctl:<|channel|>", "final"]):
         ids, ev = run(*bad)
-        assert _codes(ev) == ["E-PARSE-HEADER"]
+        assert _codes(ev) == ["E-PARSE-HEADER", "E-PARSE-SKIPPED"]
+        assert [e.text for e in ev if type(e) is Error][1] == "x"
         assert [m.content for m in msgs(ev)] == ["ok"]
         with pytest.raises(HeaderError):
             enc.decoder(role="assistant", strict=True).feed(ids)

@@ -13,6 +13,8 @@ inside literal blocks, escapes, UTF-8 split across a control).
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import random
 import re
 
@@ -46,29 +48,35 @@ class RefParser:
         self.pat = re.compile(b"(<?)(" + b"|".join(re.escape(c.encode()) for c in ctls) + b")") if ctls else None
         self.endlit = b"<|endliteral|>" if "<|endliteral|>" in ctls else None
 
-    def _text(self, data: bytes, fm: FrameMachine, pos: int, literal: bool) -> bool:
+    def _text(self, data: bytes, fm: FrameMachine, start: int, ends: list[int], literal: bool) -> bool:
+        """``ends``: the run's cumulative token byte ends; text is at the token of its first
+        byte, a control at the token of its last (where the stream decoder recognises it)."""
+
+        def at(offset: int) -> int:
+            return start + bisect.bisect_right(ends, offset)
+
         i = 0
         while i < len(data):
             if literal:
                 k = data.find(self.endlit, i) if self.endlit else -1
                 if k < 0:
-                    fm.text(data[i:].decode("utf-8", "replace"), pos)
+                    fm.text(data[i:].decode("utf-8", "replace"), at(i))
                     return True
-                fm.text(data[i:k].decode("utf-8", "replace"), pos)
+                fm.text(data[i:k].decode("utf-8", "replace"), at(i))
                 literal, i = False, k + len(self.endlit)
                 continue
             m = self.pat.search(data, i) if self.pat else None
             if m is None:
-                fm.text(data[i:].decode("utf-8", "replace"), pos)
+                fm.text(data[i:].decode("utf-8", "replace"), at(i))
                 break
-            fm.text(data[i:m.start()].decode("utf-8", "replace"), pos)
+            fm.text(data[i:m.start()].decode("utf-8", "replace"), at(i))
             name = m.group(2).decode()
             if m.group(1):
-                fm.text(name, pos)
+                fm.text(name, at(m.start()))
             elif name == "<|literal|>":
                 literal = True
-            else:  # a control, or an <|endliteral|> with no block to close (stray)
-                fm.control(name, pos)
+            else:  # a control, or an <|endliteral|> with no block to close (stray): at its last byte
+                fm.control(name, at(m.end() - 1))
             i = m.end()
         return literal
 
@@ -86,7 +94,7 @@ class RefParser:
                 run.append(self.table[i])
                 continue
             if run:
-                literal = self._text(b"".join(run), fm, start, literal)
+                literal = self._text(b"".join(run), fm, start, list(itertools.accumulate(map(len, run))), literal)
                 run = []
             if i is None:
                 break

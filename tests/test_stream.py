@@ -311,7 +311,8 @@ def test_missing_message_token(encs, mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_unknown_role(encs, mode):
-    """F43: unknown role -> header error, message skipped, next <|start|> resyncs."""
+    """F43: unknown role -> header error (with the header text), the body is reported as
+    skipped (with its text: nothing is lost silently), next <|start|> resyncs."""
     enc = encs[mode]
     ids = build(enc, "ctl:<|start|>", "robot", "ctl:<|channel|>", "final", "ctl:<|message|>", "beep", "ctl:<|end|>",
                 "ctl:<|start|>", "assistant", "ctl:<|channel|>", "final", "ctl:<|message|>", "hi", "ctl:<|end|>")
@@ -319,7 +320,8 @@ def test_unknown_role(encs, mode):
     assert msgs(ev) == enc.parse(ids)
     assert [m.content for m in msgs(ev)] == ["hi"]
     errs = [e for e in ev if type(e) is Error]
-    assert len(errs) == 1 and errs[0].code.startswith("E-")
+    assert [(e.code, e.text) for e in errs] == [("E-PARSE-HEADER", "robot<|channel|>final"), ("E-PARSE-SKIPPED", "beep")]
+    assert errs[1].position == ids.index(build(enc, "beep")[0])
     with pytest.raises((ParseError, HeaderError)):  # the frame machine re-raises the header error
         enc.decoder(strict=True).feed(ids)
 

@@ -1,33 +1,35 @@
-"""Format registry: one module per format; ``get_format(name)`` gives its class."""
+"""Format registry: one module per format; ``format_class(name)`` gives its class."""
 
 from __future__ import annotations
+
+from importlib import import_module
 
 from vocab import canonical_format
 
 from ..errors import UnknownNameError
 from .base import Format
 
+# name -> (module, class): imported on first use
+_CLASSES: dict[str, tuple[str, str]] = {
+    "openchatml-2.2": ("openchatml", "OpenChatML22"),
+    "openchatml-2.0": ("openchatml", "OpenChatML20"),
+    "harmony": ("harmony", "HarmonyFormat"),
+    "chatml": ("chatml", "ChatML"),
+    "apertus": ("apertus", "Apertus"),
+}
+
+RENDERABLE = tuple(_CLASSES)
+
 
 def format_class(name: str) -> type[Format]:
     key = canonical_format(name)
-    if key == "harmony":
-        from .harmony import HarmonyFormat
-
-        return HarmonyFormat
-    if key == "openchatml-2.2":
-        from .openchatml import OpenChatML22
-
-        return OpenChatML22
-    if key == "openchatml-2.0":
-        from .openchatml import OpenChatML20
-
-        return OpenChatML20
-    raise UnknownNameError(
-        f"format {key!r} has control-token tables but no renderer yet",
-        code="E-FORMAT-UNAVAILABLE",
-        field="format",
-        hint="renderable formats: harmony, openchatml-2.2, openchatml-2.0 (1.x transcripts via 2.x)",
-    )
-
-
-RENDERABLE = ("openchatml-2.2", "openchatml-2.0", "harmony")
+    entry = _CLASSES.get(key)
+    if entry is None:
+        raise UnknownNameError(
+            f"format {key!r} has control-token tables but no renderer yet",
+            code="E-FORMAT-UNAVAILABLE",
+            field="format",
+            hint="renderable formats: " + ", ".join(RENDERABLE),
+        )
+    module, cls = entry
+    return getattr(import_module(f"{__name__}.{module}"), cls)  # type: ignore[no-any-return]

@@ -7,15 +7,22 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
-from typing import ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from vocab import ControlTable, Tokenizer, control_table
 
-from ..adapters import DEFAULT_STYLE, ChatStyle, suggest
-from ..errors import BodyConstraintError, CallSchemaError, HeaderError, UnrepresentableError
+from ..adapters import DEFAULT_STYLE, ChatStyle, suggest, to_conversation
+from ..errors import BodyConstraintError, CallSchemaError, HeaderError, UnknownNameError, UnrepresentableError
 from ..messages import Conversation, Message
 from ..pieces import CTL, TXT, MessagePlan, Piece
+
+if TYPE_CHECKING:
+    from ..frames import FrameMachine
+    from ..masks import Flags, MaskPolicy
+
+#: the controls after which the stream decoder stops, and the ``Stop.reason`` for each
+STOP_REASONS: dict[str, str] = {"<|return|>": "return", "<|call|>": "call"}
 
 # A header value ends at whitespace or "<" (HIP-1 parsers cut there), so neither may occur inside.
 _BAD_HEADER = re.compile(r"[\s<>]|\|")
@@ -34,6 +41,13 @@ class Format:
     tool_namespace_roles: ClassVar[bool] = True
     #: how OpenAI / HF chat dicts map into this format (applied by ``encoder.adapters``)
     chat_style: ClassVar[ChatStyle] = DEFAULT_STYLE
+    #: encode each run of text between two registered controls in one call, as the deployed
+    #: template's text was tokenized (``encoder.runs``: segments, the straddling-token rule)
+    merge_text_runs: ClassVar[bool] = False
+    #: pieces after every message's terminator, never trained (ChatML's ``\n``)
+    after_message: ClassVar[tuple[Piece, ...]] = ()
+    #: what ``to_text`` puts between two messages (the transcript is otherwise the render's text)
+    transcript_joiner: ClassVar[str] = "\n"
 
     def __init__(self, tokenizer: Tokenizer, *, validate_bodies: bool = True) -> None:
         self.tokenizer = tokenizer
@@ -45,8 +59,48 @@ class Format:
         self._escape_re = (
             re.compile("(?=" + "|".join(re.escape(c) for c in self.text_controls) + ")") if self.text_controls else None
         )
+        # the cheap "could it need escaping" test (ChatML's <s> / </s> do not start with "<|")
+        self._escape_probe = "<|" if all(c.startswith("<|") for c in self.text_controls) else "<"
+
+    def init_options(self) -> dict[str, Any]:
+        """The keyword options this instance was built with (a text-only twin for ``to_text`` gets them)."""
+        return {}
 
     # -- conversation level -------------------------------------------------
+    def read(self, obj: Any, shape: str = "auto") -> Conversation:
+        """Input -> ``Conversation`` (``encoder.adapters``); a format with input shapes of its own
+        (Apertus ``blocks``) maps them here first."""
+        return to_conversation(obj, self.chat_style, shape)  # type: ignore[arg-type]
+
+    def message_flags(self, messages: Sequence[Message], policy: MaskPolicy) -> list[Flags]:
+        """Per message: (prompt, header, body, end) trained? (``encoder.masks``)."""
+        from ..masks import message_flags
+
+        return message_flags(messages, policy)
+
+    def frame_pieces(self, conv: Conversation) -> tuple[tuple[Piece, ...], tuple[Piece, ...]]:
+        """Pieces before the first message and after the last (not in prompt mode): never trained."""
+        return (), ()
+
+    def prompt_continues(self, m: Message) -> bool:
+        """Prompt mode: does the model continue the last message ``m`` (left open, no generation prompt)?"""
+        return False
+
+    def frame_machine(self, *, strict: bool, role: str | None, emit: Callable[[Any], None] | None = None,
+                      markers: frozenset[str] = frozenset()) -> FrameMachine:
+        """The state machine that reads this format's atoms (parse, parse_text, stream decoder)."""
+        from ..frames import FrameMachine
+
+        return FrameMachine(harmony=self.name == "harmony", strict=strict, role=role, emit=emit, markers=markers)
+
+    def stop_reasons(self, role: str | None) -> Mapping[str, str]:
+        """Controls after which a stream stops, and the ``Stop.reason`` of each."""
+        return STOP_REASONS
+
+    def fim_pieces(self, **kw: Any) -> list[tuple[Piece, bool, int]]:
+        raise UnknownNameError(f"format {self.name!r} has no fill-in-the-middle tokens", code="E-FORMAT-UNAVAILABLE",
+                               field="format", hint="use Encoder('chatml') for fill-in-the-middle")
+
     def normalize(self, conv: Conversation) -> Conversation:
         """Format-specific rewriting (system synthesis, attribute defaults)."""
         return conv
@@ -155,7 +209,7 @@ class Format:
     # -- text-mode escaping -----------------------------------------------------
     def escape(self, text: str) -> str:
         """Double the ``<`` of every control spelled as text (OpenChatML 2.2 §3)."""
-        if self._escape_re is None or "<|" not in text:
+        if self._escape_re is None or self._escape_probe not in text:
             return text
         return self._escape_re.sub("<", text)
 

@@ -28,6 +28,7 @@ from ..adapters import ChatStyle
 from ..errors import CallSchemaError, InputError
 from ..messages import Conversation, Message, Options
 from ..pieces import CTL, TXT, MessagePlan, Piece
+from ..sections import SECTIONS
 from .base import Format, PlanContext
 from .harmony_sections import (
     DeveloperContent,
@@ -131,6 +132,26 @@ def _synthesize(msgs: list[Message], opt: Options, chat: bool = False) -> list[M
             break
     if chat:
         rest = [m.with_(role="developer") if m.role == "system" else m for m in rest]
+    out = list(_head(opt, lead, lead_source if lead else None))
+    existing_dev = [m for m in rest if m.role == "developer" and isinstance(m.structured, DeveloperContent)]
+    if existing_dev and len(out) > 1:
+        raise InputError("options would create a developer message, but the conversation already has one",
+                         field="tools", hint="put the tools/instructions in the existing developer message")
+    return out + rest
+
+
+def _head(opt: Options, lead: list[str], source: int | None) -> tuple[Message, ...]:
+    """The system (and developer) messages built from ``opt`` and the leading text, once per
+    content: a shared tool set and system prompt is built, and its ids encoded, once
+    (``encoder.sections``; the key's ``repr`` of the tools costs a fraction of encoding them)."""
+    tools = repr(opt.tools) if opt.tools else None
+    key = ("harmony-head", opt.model_identity, opt.reasoning_effort, opt.date, opt.knowledge_cutoff,
+           opt.builtin_tools, opt.instructions, tools, tuple(lead), source)
+    weight = 64 + len(tools or "") + sum(map(len, lead)) + len(opt.instructions or "")
+    return SECTIONS.intern(key, weight, lambda: _build_head(opt, lead, source))
+
+
+def _build_head(opt: Options, lead: list[str], source: int | None) -> tuple[Message, ...]:
     kw: dict[str, object] = {}
     if opt.model_identity is not None:
         kw["model_identity"] = opt.model_identity
@@ -150,9 +171,5 @@ def _synthesize(msgs: list[Message], opt: Options, chat: bool = False) -> list[M
             instructions=instructions or None,
             tools={"functions": ToolNamespace("functions", None, fn_tools)} if fn_tools else None,
         )
-        out.append(Message(role="developer", structured=dc, source=lead_source if lead else None))
-    existing_dev = [m for m in rest if m.role == "developer" and isinstance(m.structured, DeveloperContent)]
-    if existing_dev and len(out) > 1:
-        raise InputError("options would create a developer message, but the conversation already has one",
-                         field="tools", hint="put the tools/instructions in the existing developer message")
-    return out + rest
+        out.append(Message(role="developer", structured=dc, source=source))
+    return tuple(out)

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from encoder.formats.harmony_schema import json_schema_to_typescript, rust_lines
+from encoder.sections import SECTIONS
 from vocab.errors import DependencyError, InputError, UnknownNameError
 
 __all__ = [
@@ -470,6 +471,18 @@ class DeveloperContent:
             out["tools"] = _tools_to_dict(self.tools)
         out["type"] = "developer_content"
         return out
+
+
+def interned_content(kind: Literal["system_content", "developer_content"],
+                     item: Mapping[str, Any]) -> SystemContent | DeveloperContent:
+    """An openai-harmony ``system_content`` / ``developer_content`` item, read once per content:
+    equal items give the same (interned) object, whose ids the renderer then caches
+    (``encoder.sections``).  The key is the item's ``repr``: several times cheaper than
+    reading the item (deep copies) and encoding its text again."""
+    body = {k: v for k, v in item.items() if k != "type"}
+    cls = SystemContent if kind == "system_content" else DeveloperContent
+    key = repr(body)
+    return SECTIONS.intern((kind, key), len(key), lambda: cls.from_dict(body))  # type: ignore[no-any-return]
 
 
 # ---------------------------------------------------------------------------

@@ -29,6 +29,9 @@ API
 ``finish(rows=None) -> list[list[Event]]``
     ``StreamDecoder.finish()`` for the given rows (default: all), B lists (empty for rows
     not asked or already done).  A finished row is ``done``.
+``cancel(rows=None, reason="cancelled") -> list[list[Event]]``
+    ``StreamDecoder.cancel(reason)`` for the given rows (default: all), like ``finish``:
+    the open message ends ``truncated`` without an error, then ``Stop(reason="cancel")``.
 ``reset(row, **decoder_kwargs)``
     Reuse the slot for a new request: the row's decoder forgets its stream.  With
     keyword arguments the row gets a new ``StreamDecoder(enc, **kwargs)`` (its own
@@ -39,7 +42,7 @@ API
     or (strict) raised.  ``stopped`` is the per-row ``Stop`` event or None.
 ``status``  (list of B str), ``status_of(row)``
     ``StreamDecoder.status`` per row (``running`` | ``final`` | ``tool_call`` |
-    ``no_final`` | ``truncated``); ``final_message(row)``, ``messages(row)``.
+    ``no_final`` | ``truncated`` | ``cancelled``); ``final_message(row)``, ``messages(row)``.
 ``decoder(row)``
     The row's ``StreamDecoder``, brought up to date (see "Lean path" below) - use this,
     not a reference kept from before, to read ``scanner.index`` etc.
@@ -120,6 +123,8 @@ MAX_LANES = 16
 
 def _int(value: Any, field: str) -> int:
     try:
+        if isinstance(value, (bool, np.bool_)):
+            raise TypeError  # an int subclass, but never a token id or a count
         return index(value)
     except TypeError:
         raise InputTypeError(f"{field} must be an integer, got {type(value).__name__}", field=field) from None
@@ -285,14 +290,14 @@ class BatchDecoder:
                              hint="pass pad_id for rows without a token this step")
         src = a
         if a.dtype != np.int64:
-            if a.dtype.kind not in "iub" and a.dtype != object:
+            if a.dtype.kind not in "iu" and a.dtype != object:
                 raise InputTypeError(f"ids must be integers, got {a.dtype}", field="ids")
             # Out-of-range values only need to stay out of the vocabulary: they take the slow
             # path with their own value (src).  uint64 beyond int64 wraps to negative.
             if a.dtype == object:
                 big = self._nv + 1 + (self.pad_id == self._nv + 1)
-                a = np.fromiter((i if -2 ** 63 <= i < 2 ** 63 else big for i in map(index, src.tolist())),
-                                dtype=np.int64, count=n)
+                a = np.fromiter((i if -2 ** 63 <= i < 2 ** 63 else big
+                                 for i in (_int(v, "ids") for v in src.tolist())), dtype=np.int64, count=n)
             else:
                 a = a.astype(np.int64)
         nv = self._nv
@@ -371,6 +376,15 @@ class BatchDecoder:
 
     def finish(self, rows: Iterable[int] | None = None) -> list[list[Event]]:
         """End the streams of ``rows`` (default all): ``StreamDecoder.finish()`` each; B event lists."""
+        return self._end_rows(rows, StreamDecoder.finish)
+
+    def cancel(self, rows: Iterable[int] | None = None, reason: str = "cancelled") -> list[list[Event]]:
+        """Cancel the streams of ``rows`` (default all): ``StreamDecoder.cancel(reason)`` each; B event lists."""
+        if not isinstance(reason, str) or not reason:
+            raise InputTypeError(f"reason must be a non-empty string, got {reason!r}", field="reason")
+        return self._end_rows(rows, lambda d: d.cancel(reason))
+
+    def _end_rows(self, rows: Iterable[int] | None, end: Callable[[StreamDecoder], list[Event]]) -> list[list[Event]]:
         n = self.batch_size
         out: list[list[Event]] = [[] for _ in range(n)]
         errors: dict[int, ParseError] = {}
@@ -379,7 +393,7 @@ class BatchDecoder:
                 continue
             self._sync(r)
             try:
-                out[r] = self._decs[r].finish()
+                out[r] = end(self._decs[r])
             except ParseError as e:
                 errors[r] = e
                 self._failed[r] = e

@@ -9,8 +9,12 @@ a stream is read exactly like ``Encoder.parse`` reads the same ids::
     for chunk in sampler:
         for ev in dec.feed(chunk):
             ...                                # MessageStart / Delta / MessageEnd / Stop / Error
-    for ev in dec.finish():
+    for ev in dec.finish():                    # or dec.cancel("client went away")
         ...
+    choice = dec.to_openai()                   # the OpenAI Chat Completions message + finish_reason
+
+For the OpenChatML 2.2 §9 wire events (``response.delta`` ...) wrap the decoder in
+``encoder.stream.transport.Transport``.
 
 Events (``encoder.events``)
 ---------------------------
@@ -18,7 +22,8 @@ Events (``encoder.events``)
 visible)`` for content (``visible`` per ``frames.visible``: ``final`` or no channel,
 and ``commentary`` with ``intent=preamble``); ``MessageEnd(message, reason)`` with
 reason ``end`` | ``return`` | ``call`` | ``truncated``; ``Stop(reason, token, position,
-trailing)``; ``Error(code, message, position)``.
+trailing)``; ``Error(code, message, position, text)`` (``text``: input left out of
+every message, see ``encoder.frames``).
 
 Semantics
 ---------
@@ -55,21 +60,36 @@ Semantics
   call ``reset()`` before reusing a decoder that raised.
   ``finish()`` without a stop inside a message gives ``E-STREAM-TRUNCATED`` and a
   ``MessageEnd(reason="truncated")``.  Invalid ids give ``E-VOCAB-ID``; other special
-  ids (``<|endoftext|>``, reserved) ``E-PARSE-STRAY-CONTROL`` - never text.
+  ids (``<|endoftext|>``, reserved) ``E-PARSE-STRAY-CONTROL`` - never text.  Text is
+  never dropped silently: what lenient reading cannot place in a message comes back in
+  ``Error.text`` (stray runs, unreadable headers, bodies of skipped messages), and a
+  header that runs into a terminator (``I must refuse<|end|>``: no ``<|message|>``) keeps
+  its words as the content, as openai-harmony's non-strict parser does.
+* **Cancel**: ``cancel(reason)`` ends the stream on purpose: held bytes are flushed, an
+  open message ends ``truncated`` without ``E-STREAM-TRUNCATED``, then
+  ``Stop(reason="cancel")``; ``status`` is ``cancelled``, ``cancel_reason`` the reason.
+* **Arguments**: ``role`` must be one of the format's roles (``HeaderError``
+  ``E-ROLE-UNKNOWN``); ``feed`` takes a list / tuple / 1-d integer array of ids or one
+  id; bools, strings, bytes and float arrays are ``InputTypeError`` (``E-INPUT-TYPE``,
+  naming ``ids`` or ``ids[k]``), refused before anything is scanned.
 * **Outcome** (``dec.status``, for "did the model answer?"): ``running`` until a stop or
   ``finish()``; then ``truncated`` if the stream ended inside a message or header
   (``finish()`` / stop id: max tokens, EOS mid-message); else ``tool_call`` if it stopped
   on a ``<|call|>`` that ended a message; else ``final`` if an assistant ``final`` (or
   channel-less) message was completed - by ``<|return|>``, ``<|end|>``, or cut by a stop
   string on purpose; else ``no_final``: every message ended cleanly but none was the
-  answer (e.g. analysis, ``<|end|>``, then EOS / a stop id; or an empty completion).
+  answer (e.g. analysis, ``<|end|>``, then EOS / a stop id; or an empty completion);
+  ``cancelled`` after ``cancel()``.
   ``dec.final_message`` is the last assistant ``final`` message, or None (with
   ``truncated`` it may be the cut-off answer).
 * Positions are token indices counted from the last ``reset()``; for text the index of
-  the token holding the first byte of the run.
+  the token holding the first byte of the run; for a control spelled as text, the token
+  holding its last byte (``Encoder.parse`` says the same).
 * Text outside content (headers, stray text between messages) is collected up to the
   next non-text atom and handed to the frame machine in one piece, so errors do not
-  depend on chunking.
+  depend on chunking.  It is held in full (the error reports it), like a message's
+  content: a model that never emits ``<|message|>`` grows it until the next control or
+  the end of the stream.
 
 Cost: a single-id ``feed`` of an ordinary token inside content, with nothing held back,
 is one table lookup (``Scanner.fast_text``: the token's text, or None when its bytes
@@ -82,7 +102,7 @@ text.  Tables are built once per (encoder, stop strings) and cached.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -91,12 +111,13 @@ from vocab.errors import as_ints, as_strings
 
 from ..errors import InputError, InputTypeError, ParseError
 from ..events import Delta, Error, Event, Stop
-from ..frames import MAX_HEADER_CHARS, FrameMachine
+from ..frames import prefill_role
 from ..messages import Message
 from .scanner import Control, InvalidId, Scanner, ScannerTables, Special, StopString, Text
 
 if TYPE_CHECKING:
     from ..encoder import Encoder
+    from ..openai_message import ChatChoice
 
 __all__ = ["StreamDecoder", "tables_for"]
 
@@ -165,6 +186,21 @@ def tables_for(enc: Encoder, stop_strings: Sequence[str] = ()) -> ScannerTables:
     return t
 
 
+def _id_list(ids: object) -> list:
+    """``feed``'s argument as a list (the caller passed something other than a list)."""
+    if isinstance(ids, (int, np.integer)) and not isinstance(ids, (bool, np.bool_)):
+        return [int(ids)]
+    if isinstance(ids, np.ndarray):
+        if ids.ndim > 1 or (ids.size and ids.dtype.kind not in "iu"):
+            raise InputTypeError(f"ids must be a 1-d integer array, got {ids.dtype} with shape {ids.shape}",
+                                 field="ids")
+        return ids.tolist()
+    if isinstance(ids, (bool, np.bool_, str, bytes, bytearray, dict)) or not hasattr(ids, "__iter__"):
+        raise InputTypeError(f"ids must be a token id or a sequence of token ids, got {type(ids).__name__}",
+                             field="ids", hint="e.g. dec.feed([id]) or dec.feed(ids)")
+    return list(ids)  # type: ignore[call-overload]
+
+
 class StreamDecoder:
     """Incremental ids -> events decoder for one stream (see the module docstring)."""
 
@@ -172,7 +208,7 @@ class StreamDecoder:
                  stop_strings: Sequence[str] = (), stop_channels: Iterable[str] | None = ("final",),
                  stop_ids: Iterable[int] = (), include_stop_str_in_output: bool = False) -> None:
         self.enc = enc
-        self.role = role
+        self.role = prefill_role(enc.format, role)
         self.strict = strict
         self.stop_strings = as_strings(stop_strings, "stop_strings")
         self.include_stop_str_in_output = bool(include_stop_str_in_output)
@@ -189,22 +225,22 @@ class StreamDecoder:
     def reset(self) -> None:
         """Forget the stream: a fresh frame machine (same role prefill) and scanner."""
         self._out: list[Event] = []
-        self.fm = FrameMachine(harmony=self._harmony, strict=self.strict, role=self.role,
-                               emit=self._out.append, markers=self._markers)
+        self.fm = self.enc.format.frame_machine(strict=self.strict, role=self.role, emit=self._out.append,
+                                                markers=self._markers)
+        self._stopping = self.enc.format.stop_reasons(self.role)
         self._add = self.fm.add_content
         self.scanner.reset()
         self.stopped: Stop | None = None
         self.finished = False
         self._done = False
         self._truncated = False        # the stream ended (finish / stop id) inside a message
+        self.cancel_reason: str | None = None  # set by cancel()
         self._scan = self.scanner.feed
         # The lean per-token path's table (Scanner.fast_text) while it applies: open content,
         # nothing held by the scanner, not done; else None.  Refreshed after every slow feed.
         self._ft: list[str | None] | None = None
         self._buf: list[str] = []      # text outside content, up to the next boundary
-        self._buf_len = 0
         self._buf_pos = 0
-        self._drop_run = -1            # run index whose remaining text is dropped (header overflow)
         self._in_literal = False       # inside <|literal|> ... <|endliteral|> (as the atoms go by)
 
     @property
@@ -239,6 +275,11 @@ class StreamDecoder:
         return self._add(text)
 
     @property
+    def stop_controls(self) -> Mapping[str, str]:
+        """The controls after which this stream stops (the format's, for this role) -> ``Stop.reason``."""
+        return self._stopping
+
+    @property
     def messages(self) -> list:
         """Messages completed so far."""
         return self.fm.messages
@@ -249,12 +290,15 @@ class StreamDecoder:
 
     @property
     def status(self) -> str:
-        """How the turn ended: ``running`` | ``final`` | ``tool_call`` | ``no_final`` | ``truncated``.
+        """How the turn ended: ``running`` | ``final`` | ``tool_call`` | ``no_final`` | ``truncated``
+        | ``cancelled``.
 
         See the module docstring ("Outcome").
         """
         if not self._done:
             return "running"
+        if self.cancel_reason is not None:
+            return "cancelled"
         if self._truncated:
             return "truncated"
         st = self.stopped
@@ -272,16 +316,9 @@ class StreamDecoder:
         return None
 
     def feed(self, ids: Sequence[int] | np.ndarray | int) -> list[Event]:
-        """Scan ``ids``; return the events they made certain."""
+        """Scan ``ids`` (a list / array of ids, or one id); return the events they made certain."""
         if type(ids) is not list:
-            if isinstance(ids, (int, np.integer)):
-                ids = [int(ids)]
-            else:
-                try:
-                    ids = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
-                except TypeError:
-                    raise InputTypeError(f"ids must be a sequence of integers, got {type(ids).__name__}",
-                                         field="ids") from None
+            ids = _id_list(ids)
         ft = self._ft
         if ft is not None and len(ids) == 1:
             # Lean path (token-by-token streaming): an ordinary token inside content whose
@@ -290,8 +327,10 @@ class StreamDecoder:
             # (see ``lean_table``: this is the whole per-token cost).
             tok = ids[0]
             try:
-                text = ft[tok] if tok >= 0 else None  # negative ids: the slow path reports them
-            except (IndexError, TypeError):
+                # negative ids (far ones would wrap onto real tokens), numpy integers and
+                # bools (refused there) take the slow path
+                text = ft[tok] if type(tok) is int and tok >= 0 else None
+            except IndexError:
                 text = None
             if text is not None:
                 self.scanner.advance_text()
@@ -301,12 +340,15 @@ class StreamDecoder:
         self._ft = None  # stays None if the slow path raises (strict)
         try:
             atoms = self._scan(ids)
+        except InputTypeError:  # refused before scanning (a bool): the decoder is unchanged
+            raise
         except TypeError:  # no per-id check on the hot path: a non-integer id fails in the scanner
             raise InputTypeError("ids must be integers; reset() the decoder before reusing it",
                                  field="ids") from None
-        if not atoms:
+        # (events already queued - a prefilled ChatML message's MessageStart - go out first, below)
+        if not atoms and not self._out:
             res: list[Event] = []
-        elif len(atoms) == 1 and type(atoms[0]) is Text and self.fm.state == "content":
+        elif len(atoms) == 1 and type(atoms[0]) is Text and self.fm.state == "content" and not self._out:
             res = [self._add(atoms[0].text)]  # one text piece inside the current content
         else:
             self._atoms(atoms, None)
@@ -335,6 +377,49 @@ class StreamDecoder:
         out.clear()
         return res
 
+    def cancel(self, reason: str = "cancelled") -> list[Event]:
+        """End the stream on purpose (the client went away, the user pressed stop).
+
+        Held bytes are flushed as text (as ``finish`` does); an open message ends with
+        ``MessageEnd(reason="truncated")`` and no ``E-STREAM-TRUNCATED`` error; a header
+        still open is reported with its text (lenient mode); then ``Stop(reason="cancel")``.
+        ``status`` is then ``cancelled`` and ``cancel_reason`` is ``reason``.  Nothing
+        happens (``[]``) once the stream is done.
+        """
+        if not isinstance(reason, str) or not reason:
+            raise InputTypeError(f"reason must be a non-empty string, got {reason!r}", field="reason")
+        if self._done:
+            return []
+        end = self.scanner.index
+        self._ft = None
+        try:
+            self._atoms(self.scanner.finish(), end)
+            if self.stopped is None:
+                self._flush()
+                self.cancel_reason = reason
+                self.fm.cancel(end)
+                self._stop("cancel", None, end, end)
+        finally:
+            self.finished = True
+            self._done = True
+        out = self._out
+        res = out[:]
+        out.clear()
+        return res
+
+    def to_openai(self, call_id_seed: str = "") -> ChatChoice:
+        """The messages so far as an OpenAI Chat Completions choice (``Encoder.to_openai``):
+        ``finish_reason`` is None while the stream runs, ``abort`` after ``cancel()``; tool
+        call ids are the ones ``enc.to_openai`` gives the same completion."""
+        from ..openai_message import project
+
+        st = self.stopped
+        fm = self.fm
+        stop = st.reason if st is not None and st.reason in ("stop_string", "stop_id", "cancel") \
+            else self._stopping.get(fm.last_control or "")
+        return project(fm.messages, fm.ends, stop=stop, stops=self._stopping.values(), done=self._done,
+                       call_id_seed=call_id_seed, errors=fm.errors)
+
     # -- internals ------------------------------------------------------------
     def _atoms(self, atoms: list, end: int | None) -> None:
         """Route atoms; ``end`` = index after the fed chunk (None: the scanner's index)."""
@@ -362,7 +447,6 @@ class StreamDecoder:
             # a boundary: text collected outside content goes to the frame machine first
             if self._buf:
                 self._flush()
-            self._drop_run = -1
             i = a.token_index
             if type(a) is Control:
                 name = a.name
@@ -377,7 +461,7 @@ class StreamDecoder:
                     fm.control(name, i)
                 else:
                     fm.control(name, i)
-                    reason = STOPPING.get(name)
+                    reason = self._stopping.get(name)
                     if reason is not None:
                         self._stop(reason, name, i, end)
                         return
@@ -407,35 +491,16 @@ class StreamDecoder:
         return bool(self.stop_strings) and (sc is None or (self.fm.channel or "final") in sc)
 
     def _text(self, s: str, pos: int) -> None:
-        """Text outside content: collect the run (bounded) until the next boundary."""
-        if not s or pos == self._drop_run:
-            return
-        st = self.fm.state
-        if st == "skip":
-            return
-        if not self._buf:
-            self._buf_pos = pos
-        if st == "header":
+        """Text outside content: collect the run until the next boundary (then one ``fm.text``)."""
+        if s:
+            if not self._buf:
+                self._buf_pos = pos
             self._buf.append(s)
-            self._buf_len += len(s)
-            if self._buf_len > MAX_HEADER_CHARS:
-                # The frame machine reports the overflow and drops the header; the rest
-                # of this run is dropped too, as if it had come in one piece.
-                self._flush()
-                self._drop_run = pos
-        else:  # expect_start: only "is it all whitespace" and the first characters matter
-            if self._buf_len < 64:
-                self._buf.append(s)
-                self._buf_len += len(s)
-            elif not s.isspace() and "".join(self._buf).isspace():
-                self._buf.append(s)
-                self._buf_len += len(s)
 
     def _flush(self) -> None:
         if self._buf:
             s = "".join(self._buf)
             self._buf.clear()
-            self._buf_len = 0
             self.fm.text(s, self._buf_pos)
 
     def _end_stream(self, pos: int) -> None:

@@ -128,6 +128,7 @@ from typing import Callable, Iterable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
+from ..errors import InputTypeError
 from ..fastinit import fast_constructor
 
 __all__ = [
@@ -622,8 +623,13 @@ class Scanner:
         """Scan ``ids``; return the atoms they made certain."""
         if type(ids) is not list:
             ids = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
-        if ids and min(ids) < -self.tables.n_vocab:
-            return self._feed_far_negative(ids)
+        low = min(ids) if ids else 2
+        if low <= 1:  # rare: bools (an int subclass, == 0 / 1) and far negatives
+            if bool in map(type, ids):
+                k = [type(i) for i in ids].index(bool)
+                raise InputTypeError(f"ids[{k}] is a bool, not a token id", field=f"ids[{k}]")
+            if low < -self.tables.n_vocab:
+                return self._feed_far_negative(ids)
         if len(ids) == 1 and not self._state:
             # Token-by-token streaming, one token read from the root: the
             # general loop below, specialised (same result, less overhead).

@@ -1,0 +1,253 @@
+"""ChatML / OpenChatML v0.1 (format ``chatml``): ``<|im_start|>ROLE[ name=X]\\nCONTENT<|im_end|>\\n``.
+
+Where ChatML frames are built: ``ChatML.plan``; read back by ``chatml_frames.ChatMLMachine``;
+fill-in-the-middle documents: ``chatml_fim``.
+
+Layouts (``layout=``):
+- ``"deployed"`` (default): standard ChatML as deployed (OpenAI ``chatml.md``, the HF
+  one-liner, Qwen2.5): ``<|im_start|>role\\ncontent<|im_end|>\\n``, generation prompt
+  ``<|im_start|>assistant\\n``.
+- ``"v0.1-literal"``: the spec's own ``<|im_start|>role\\ncontent\\n<|im_end|>\\n`` (its
+  README has both spellings; the newline before ``<|im_end|>`` is layout: parse drops it).
+``bos_eos=True`` frames the conversation in ``<s>`` ... ``</s>`` as the spec shows (``<s>\\n``
+in the literal layout); deployed ChatML has no BOS.  Roles: system, tool, user, assistant;
+``name`` has no whitespace (``E-PARSE-HEADER``-class ``HeaderError``).
+
+Ids: the whole-run rule (``Format.merge_text_runs``): each run of text between two
+registered controls (``assistant\\n`` + the content) is encoded in one call, as the
+models saw the template's text.  Mask (default): an assistant frame's content and its
+``<|im_end|>``; the header line ``<|im_start|>assistant[ name=X]\\n`` is the runtime's
+prompt and the ``\\n`` after ``<|im_end|>`` is layout (never trained).  A token that
+straddles the header/content boundary (content starting with ``\\n``) is trained
+(``encoder.runs``).
+
+OpenAI / HF chat data with tools renders as Qwen2.5's template (the ChatML of deployed
+tool use): the tool list in the system frame (``# Tools`` ... ``<tools>`` one JSON line per
+tool ``</tools>`` ...), each call ``<tool_call>\\n{"name": N, "arguments": A}\\n</tool_call>``
+in the assistant frame (after its text, ``\\n``-separated), consecutive tool results in
+one ``user`` frame of ``<tool_response>\\nR\\n</tool_response>`` items.  Those frames are
+the normalised messages, so parse gives them back as text (``tool_calls_of`` reads the
+calls).  Differences from ``trl/chat_templates/qwen2_5.jinja``, all deliberate:
+- no system frame is invented unless asked: Qwen always writes "You are Qwen, created by
+  Alibaba Cloud..." (pass ``default_system=QWEN_SYSTEM`` for byte parity); with tools and
+  no system text the frame starts at ``# Tools``;
+- ``name=`` is rendered (the spec); Qwen drops names;
+- call arguments given as a JSON string are written as that JSON (Qwen's ``tojson``
+  double-encodes strings; dict arguments agree); tools are written in the OpenAI wrapped
+  form ``{"type": "function", "function": {name, description, parameters}}`` whatever form
+  they came in (Qwen dumps each as given);
+- a reasoning (``analysis``) message is an error: ChatML has no place for it;
+- content is always text: ``<|im_end|>`` inside content never becomes the control
+  (with a Jinja template on HF tokenizers it does).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
+
+from ..errors import InputError, UnknownNameError
+from ..messages import Conversation, Message
+from ..pieces import CTL, TXT, MessagePlan, Piece
+from .base import Format, PlanContext
+
+if TYPE_CHECKING:
+    from ..frames import FrameMachine
+    from ..masks import Flags, MaskPolicy
+
+QWEN_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+_TOOLS_HEAD = ("# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+               "You are provided with function signatures within <tools></tools> XML tags:\n<tools>")
+_TOOLS_TAIL = ("\n</tools>\n\nFor each function call, return a json object with function name and arguments "
+               "within <tool_call></tool_call> XML tags:\n<tool_call>\n"
+               "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>")
+#: stream / parse terminators of a chat frame, and of a fill-in-the-middle middle (``role="fim"``)
+CHAT_ENDS: dict[str, str] = {"<|im_end|>": "end", "</s>": "eos"}
+FIM_ENDS: dict[str, str] = {"</s>": "eos", "<|file_separator|>": "end", "<|fim_suffix|>": "end", "<|im_end|>": "end"}
+FIM_ROLE = "fim"
+
+
+class Layout(str, Enum):
+    DEPLOYED = "deployed"
+    LITERAL = "v0.1-literal"
+
+
+class ChatML(Format):
+    name: ClassVar[str] = "chatml"
+    channels: ClassVar[tuple[str, ...] | None] = None
+    roles: ClassVar[tuple[str, ...]] = ("system", "tool", "user", "assistant")
+    tool_namespace_roles: ClassVar[bool] = False
+    merge_text_runs: ClassVar[bool] = True
+    after_message: ClassVar[tuple[Piece, ...]] = ((TXT, "\n"),)
+    transcript_joiner: ClassVar[str] = ""
+
+    def __init__(self, tokenizer, *, validate_bodies: bool = True, layout: str = "deployed",  # type: ignore[no-untyped-def]
+                 bos_eos: bool = False, default_system: str | None = None) -> None:
+        super().__init__(tokenizer, validate_bodies=validate_bodies)
+        try:
+            self.layout = Layout(layout)
+        except ValueError:
+            raise UnknownNameError(f"unknown chatml layout {layout!r}", field="layout",
+                                   hint="'deployed' (<|im_start|>role\\ncontent<|im_end|>) or 'v0.1-literal' "
+                                        "(the spec's content\\n<|im_end|>)") from None
+        if type(bos_eos) is not bool:
+            raise InputError(f"bos_eos must be True or False, got {bos_eos!r}", field="bos_eos")
+        if default_system is not None and not isinstance(default_system, str):
+            raise InputError("default_system must be a string or None", field="default_system",
+                             hint="e.g. encoder.formats.chatml.QWEN_SYSTEM")
+        self.bos_eos = bos_eos
+        self.default_system = default_system
+        self._tail = "\n" if self.layout is Layout.LITERAL else ""
+
+    def init_options(self) -> dict[str, Any]:
+        return {"layout": self.layout.value, "bos_eos": self.bos_eos, "default_system": self.default_system}
+
+    # -- conversation level ------------------------------------------------------
+    def normalize(self, conv: Conversation) -> Conversation:
+        """One message per ChatML frame (the Qwen2.5 tool layout for OpenAI / HF chat data)."""
+        msgs = conv.messages
+        out: list[Message] = []
+        tools = conv.options.tools
+        start = 0
+        first_system = bool(msgs) and msgs[0].role == "system"
+        if tools:
+            src = msgs[0] if first_system else None
+            text = src.content if src is not None else self.default_system
+            out.append(Message(role="system", content=(text + "\n\n" if text is not None else "") + tools_block(tools),
+                               name=src.name if src else None, train=src.train if src else None,
+                               source=src.source if src else None, source_field=src.source_field if src else None))
+            start = 1 if first_system else 0
+        elif not first_system and self.default_system is not None:
+            out.append(Message(role="system", content=self.default_system))
+        i = start
+        n = len(msgs)
+        while i < n:
+            m = msgs[i]
+            if m.role == "assistant":
+                if m.channel == "analysis":
+                    raise InputError("chatml has no reasoning channel", code="E-INPUT-REASONING", index=i,
+                                     field="content", hint="drop reasoning_content / thinking, or put it in the content")
+                j = i + 1 if m.recipient is None else i
+                parts = [m.content] if (m.recipient is None and m.content) else []
+                while j < n and msgs[j].role == "assistant" and msgs[j].recipient is not None \
+                        and msgs[j].source == m.source:
+                    parts.append(_tool_call(msgs[j]))
+                    j += 1
+                out.append(_frame(m, "\n".join(parts) if j > i + 1 or m.recipient is not None else m.content))
+                i = max(j, i + 1)
+            elif m.role == "tool" and (conv.chat or m.recipient is not None or m.call_id is not None):
+                j = i
+                while j < n and msgs[j].role == "tool":
+                    j += 1
+                body = "\n".join(f"<tool_response>\n{r.content}\n</tool_response>" for r in msgs[i:j])
+                out.append(Message(role="user", content=body, train=m.train, source=m.source,
+                                   source_field=m.source_field))
+                i = j
+            else:
+                out.append(_frame(m, m.content))
+                i += 1
+        return Conversation(tuple(out), conv.options, chat=conv.chat)
+
+    def message_flags(self, messages: Sequence[Message], policy: MaskPolicy) -> list[Flags]:
+        # The header line is always the runtime's prompt: the model stops at <|im_end|> and
+        # never writes the next <|im_start|>assistant\n, even inside an assistant turn.
+        return [(False, False, b, e) for _, _, b, e in super().message_flags(messages, policy)]
+
+    def frame_pieces(self, conv: Conversation) -> tuple[tuple[Piece, ...], tuple[Piece, ...]]:
+        if not self.bos_eos:
+            return (), ()
+        head: tuple[Piece, ...] = ((CTL, "<s>"),) + (((TXT, "\n"),) if self._tail else ())
+        return head, ((CTL, "</s>"),)
+
+    def check_role(self, role: str, i: int | None) -> None:
+        if role == FIM_ROLE and i is None:  # decoder(role="fim"): a middle after <|fim_middle|>
+            return
+        super().check_role(role, i)
+
+    # -- message level ---------------------------------------------------------------
+    def plain_body(self, m: Message) -> str | None:
+        body = super().plain_body(m)
+        return body + self._tail if body is not None and self._tail else body
+
+    def plan(self, m: Message, end: str, ctx: PlanContext) -> MessagePlan:
+        header = ((TXT, (f" name={m.name}" if m.name else "") + "\n"),)
+        body = self.body_pieces(m, m.content + self._tail, end, -1)
+        return MessagePlan(((CTL, "<|im_start|>"), (TXT, m.role)), header, body, ((CTL, end),) if end else ())
+
+    def generation_prompt(self) -> tuple[Piece, ...]:
+        return ((CTL, "<|im_start|>"), (TXT, "assistant\n"))
+
+    def end_token(self, m: Message, last_of_train: bool) -> str:
+        return "<|im_end|>"
+
+    # -- reading back -------------------------------------------------------------
+    def frame_machine(self, *, strict: bool, role: str | None, emit: Callable[[Any], None] | None = None,
+                      markers: frozenset[str] = frozenset()) -> FrameMachine:
+        from .chatml_frames import ChatMLMachine
+
+        return ChatMLMachine(strict=strict, role=role, emit=emit, roles=self.roles,
+                             literal=self.layout is Layout.LITERAL)
+
+    def stop_reasons(self, role: str | None) -> Mapping[str, str]:
+        return FIM_ENDS if role == FIM_ROLE else CHAT_ENDS
+
+    def fim_pieces(self, **kw: Any) -> list[tuple[Piece, bool, int]]:
+        from .chatml_fim import fim_pieces
+
+        return fim_pieces(self, **kw)
+
+
+def _frame(m: Message, content: str) -> Message:
+    return Message(role=m.role, content=content, name=m.name, train=m.train, source=m.source,
+                   source_field=m.source_field)
+
+
+def _json_text(value: str) -> str:
+    """A call's arguments as JSON: JSON text as it is, anything else as a JSON string."""
+    try:
+        json.loads(value)
+    except ValueError:
+        return json.dumps(value, ensure_ascii=False)
+    return value
+
+
+def _tool_call(m: Message) -> str:
+    name = m.recipient or ""
+    if name.startswith("functions."):
+        name = name[len("functions."):]
+    return '<tool_call>\n{"name": "' + name + '", "arguments": ' + _json_text(m.content) + "}\n</tool_call>"
+
+
+def tools_block(tools: Sequence[Mapping[str, Any]]) -> str:
+    """Qwen2.5's tool section: one JSON line per tool (OpenAI wrapped form)."""
+    lines = []
+    for t in tools:
+        fn: dict[str, Any] = {"name": t["name"], "description": t.get("description") or ""}
+        if t.get("parameters") is not None:
+            fn["parameters"] = t["parameters"]
+        lines.append("\n" + json.dumps({"type": "function", "function": fn}, ensure_ascii=False))
+    return _TOOLS_HEAD + "".join(lines) + _TOOLS_TAIL
+
+
+def tool_calls_of(message: Message | str) -> list[dict[str, Any]]:
+    """The ``<tool_call>`` JSON objects of an assistant frame (Qwen2.5 layout), in order;
+    a call whose JSON does not parse is skipped (Qwen's runtime does the same)."""
+    text = message if isinstance(message, str) else message.content
+    out = []
+    pos = 0
+    while True:
+        a = text.find("<tool_call>\n", pos)
+        if a < 0:
+            return out
+        b = text.find("\n</tool_call>", a)
+        if b < 0:
+            return out
+        try:
+            call = json.loads(text[a + len("<tool_call>\n"):b])
+        except ValueError:
+            call = None
+        if isinstance(call, dict):
+            out.append(call)
+        pos = b + len("\n</tool_call>")

@@ -1,0 +1,136 @@
+"""Reading ChatML back: the frame machine for ``parse``, ``parse_text`` and the stream decoder.
+
+A frame is ``<|im_start|>`` + header line (``ROLE[ name=X]``, up to the first ``\\n``) +
+content + ``<|im_end|>`` (or ``</s>``: reason ``eos``).  Between frames whitespace is
+layout (the ``\\n`` after ``<|im_end|>``); ``<s>`` / ``</s>`` there are the conversation's
+framing.  In the ``v0.1-literal`` layout the newline before ``<|im_end|>`` is layout: the
+message content drops it (a stream has already shown it as text: it cannot be known to be
+layout before ``<|im_end|>`` arrives).
+
+Prefill (``role=``): the ids start after ``<|im_start|>ROLE\\n`` (the generation prompt),
+so the machine starts inside that message's content.  ``role="fim"``: the ids are a
+fill-in-the-middle middle (after ``<|fim_middle|>``): one assistant message ended by
+``</s>``, ``<|file_separator|>``, ``<|fim_suffix|>`` or ``<|im_end|>``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import HeaderError
+from ..frames import FrameMachine
+from ..headers import Header
+from .chatml import CHAT_ENDS, FIM_ENDS, FIM_ROLE
+
+START = "<|im_start|>"
+_FRAMING = ("<s>", "</s>")
+
+
+def parse_chatml_header(text: str, roles: tuple[str, ...], position: int | None = None) -> Header:
+    """``ROLE[ name=X]`` (extra spaces tolerated, as in the spec's own examples)."""
+    words = text.split()
+
+    def bad(msg: str, field: str) -> HeaderError:
+        return HeaderError(f"{msg} in header {text!r}", code="E-PARSE-HEADER", field=field, position=position,
+                           hint="a ChatML header is ROLE or ROLE name=NAME, then a newline")
+
+    if not words:
+        raise bad("missing role", "role")
+    role = words[0]
+    if role not in roles:
+        raise bad(f"unknown role {role!r} (roles: {', '.join(roles)})", "role")
+    name = None
+    for w in words[1:]:
+        key, eq, val = w.partition("=")
+        if key != "name" or not eq or not val or name is not None:
+            raise bad(f"unexpected {w!r}", "name")
+        name = val
+    return Header(role=role, name=name)
+
+
+class ChatMLMachine(FrameMachine):
+    def __init__(self, *, strict: bool, role: str | None, emit: Callable[[Any], None] | None,
+                 roles: tuple[str, ...], literal: bool) -> None:
+        super().__init__(harmony=False, strict=strict, role=None, emit=emit)
+        self.roles = roles
+        fim = role == FIM_ROLE
+        self.literal = literal and not fim
+        self.terminators = FIM_ENDS if fim else CHAT_ENDS
+        if role is not None:  # prefilled "<|im_start|>ROLE\n" (or "<|fim_middle|>"): inside the content
+            self._start(Header(role="assistant" if fim else role), 0)
+
+    def text(self, s: str, position: int) -> None:
+        if self.state == "header" and s:
+            k = s.find("\n")
+            if k >= 0:  # the header line ends at the first newline
+                if k:
+                    self._header.append(s[:k])
+                self._open(position)
+                if k + 1 < len(s):
+                    self.text(s[k + 1:], position)
+                return
+        super().text(s, position)
+
+    def control(self, name: str, position: int) -> None:
+        self.last_control = name
+        ends = self.terminators
+        if self._skipped:
+            if self.state == "skip" and name != START and name not in ends:
+                self._skip(name, position)  # a control inside a skipped body: its text, with the body
+                return
+            self._flush_skipped()
+        st = self.state
+        if st == "content":
+            reason = ends.get(name)
+            if reason is not None:
+                self.close(reason, position)
+            elif name == START:
+                self.error("E-PARSE-UNTERMINATED", "a new message started before this one ended", position)
+                self.close("truncated", position)
+                self._begin()
+            else:
+                self.error("E-PARSE-STRAY-CONTROL", f"{name} inside message content", position)
+        elif st == "header":
+            if name == START:
+                self.error("E-PARSE-HEADER", f"{START} inside a header", position, self._header_text() or None)
+                self._begin()
+            elif name in ends:  # no newline after the header: an empty message
+                self.error("E-PARSE-HEADER", f"{name} before the header's newline", position)
+                self._open(position)
+                if self.state == "content":
+                    self.close(ends[name], position)
+                else:
+                    self.state = "expect_start"
+            else:
+                self.error("E-PARSE-STRAY-CONTROL", f"{name} inside a header", position)
+        elif st == "skip":
+            if name == START:
+                self._begin()
+            elif name in ends:
+                self.state = "expect_start"
+            else:
+                self._skip(name, position)
+        elif name == START:
+            self._begin()
+        elif name not in _FRAMING:  # <s> / </s> between frames: the conversation's framing
+            self.error("E-PARSE-STRAY-CONTROL", f"{name} where a message should start", position)
+
+    def _open(self, position: int) -> None:
+        text = self._header_text()
+        try:
+            h = parse_chatml_header(text, self.roles, position)
+        except HeaderError as exc:
+            if self.strict:
+                raise
+            self.error(exc.code, exc.message, position, text or None)
+            self.state = "skip"  # the body up to the next frame: E-PARSE-SKIPPED
+            return
+        self._start(h, position)
+
+    def close(self, reason: str, position: int) -> None:
+        if self.literal and reason != "truncated":
+            body = "".join(self._content)
+            if body.endswith("\n"):
+                self._content = [body[:-1]]  # the literal layout's newline before <|im_end|>
+        super().close(reason, position)

@@ -1,0 +1,97 @@
+"""HF ``datasets``: render with ``Dataset.map(batched=True, num_proc=N)``, then pack.
+
+    from encoder.integrations.hf_datasets import render_dataset, pack_dataset
+    tok = render_dataset(ds, "harmony", num_proc=8)           # input_ids, labels, error_code, error
+    ok = tok.filter(lambda e: e is None, input_columns="error_code")
+    packed = pack_dataset(ok, seq_len=4096, encoder="harmony")  # TRL's padding-free columns
+
+Both are thin wrappers around ``ds.map`` with the picklable callables ``OcmlRender`` /
+``OcmlPack`` (use those directly for ``IterableDataset.map`` or your own ``map`` options).
+The render function's cache fingerprint is its recipe (format, tokenizer name + vocabulary
+hash, options, ocml version), so a rerun with the same options reuses ``datasets``' cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from vocab.errors import require
+
+from ..errors import InputError
+from ..pack import DEFAULT_WINDOW, Overlong
+from .columns import PACKED_COLUMNS
+from .pack_stage import OcmlPack, TablePacker, pad_encoder
+from .render_stage import OcmlRender
+
+#: Rows per ``map`` batch: one ``render_batch`` call each (the encoder's chunking inside).
+DEFAULT_BATCH_SIZE = 1000
+
+
+def render_dataset(ds: Any, encoder: Any = "openchatml-2.2", *, num_proc: int | None = None,
+                   batch_size: int = DEFAULT_BATCH_SIZE, remove_columns: bool | Sequence[str] = True,
+                   **render_options: Any) -> Any:
+    """``ds.map(OcmlRender(encoder, **render_options), batched=True, with_indices=True, ...)``.
+
+    ``remove_columns``: True = drop every input column (the output then has the token and
+    error columns only), False = keep them, or a list.  Errors name dataset rows.
+    """
+    require("datasets", "hf")
+    fn = OcmlRender(encoder, **render_options)
+    if remove_columns is True:
+        remove: Any = list(ds.column_names or [])
+    elif remove_columns is False:
+        remove = None
+    else:
+        remove = list(remove_columns)
+    return ds.map(fn, batched=True, batch_size=batch_size, num_proc=num_proc, with_indices=True,
+                  remove_columns=remove, desc="ocml render")
+
+
+def pack_dataset(ds: Any, seq_len: int, *, pad_id: int | None = None, encoder: Any = None,
+                 overlong: Overlong | str = "split", scope: str = "global", window: int | None = None,
+                 batch_size: int = DEFAULT_BATCH_SIZE, num_proc: int | None = None, cache_file: str | None = None) -> Any:
+    """Pack a rendered dataset (``render_dataset`` output; rows with errors are skipped).
+
+    ``scope="global"``: one ordered best-fit-decreasing pass (``window`` documents per
+    window, None = all; the rows ``ocml pack`` writes for the same documents), returned in
+    memory or, with ``cache_file``, written there as Arrow and memory-mapped.
+    ``scope="batch"``: ``ds.map(OcmlPack(...), batched=True, batch_size=...)``, packed per
+    ``batch_size`` rows like TRL's ``pack_dataset`` (parallel with ``num_proc``).
+    ``encoder``: an ``Encoder`` or format name, for the pad id when ``pad_id`` is not given.
+    """
+    datasets = require("datasets", "hf")
+    enc = pad_encoder(encoder)
+    if scope == "batch":
+        fn = OcmlPack(seq_len, pad_id=pad_id, encoder=enc, overlong=overlong)
+        return ds.map(fn, batched=True, batch_size=batch_size, num_proc=num_proc, with_indices=True,
+                      remove_columns=list(ds.column_names), desc="ocml pack")
+    if scope != "global":
+        raise InputError(f"scope={scope!r}", field="scope", hint="'global' or 'batch'")
+    tp = TablePacker(seq_len, pad_id=pad_id, encoder=enc, overlong=overlong, window=window)
+    tables = _arrow_batches(ds, batch_size)
+    if cache_file is None:
+        parts = [t for b in tables for t in tp.add(b)] + list(tp.finish())
+        return datasets.Dataset(pa.concat_tables(parts) if parts else _empty())
+    with pa.OSFile(cache_file, "wb") as sink, pa.ipc.new_stream(sink, _empty().schema) as w:
+        for b in tables:
+            for t in tp.add(b):
+                w.write_table(t)
+        for t in tp.finish():
+            w.write_table(t)
+    return datasets.Dataset.from_file(cache_file)
+
+
+def _arrow_batches(ds: Any, batch_size: int) -> Any:
+    arrow = ds.with_format("arrow")
+    for start in range(0, len(arrow), batch_size):
+        yield arrow[start:start + batch_size]
+
+
+def _empty() -> pa.Table:
+    return pa.table({k: pa.array([], t) for k, t in PACKED_COLUMNS.items()})
+
+
+__all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_WINDOW", "OcmlPack", "OcmlRender", "pack_dataset", "render_dataset"]

@@ -1,0 +1,179 @@
+"""Completions -> OpenAI Chat Completions assistant messages (``Encoder.to_openai``).
+
+Serving stacks answer ``/v1/chat/completions`` with one assistant message per choice::
+
+    {"role": "assistant", "content": "...", "reasoning_content": "...",
+     "tool_calls": [{"id": "call_...", "type": "function",
+                     "function": {"name": "get_weather", "arguments": "{\\"city\\":\\"Paris\\"}"}}]}
+
+plus a ``finish_reason``.  ``project`` builds both from parsed messages, for every format
+(it reads only ``Message`` fields and end reasons, never a format's tokens):
+
+* ``reasoning_content``: ``analysis`` messages, and other messages users must not see
+  (``commentary`` with an ``intent`` other than ``preamble``, unknown channels); several
+  are joined with ``"\\n"`` (as vLLM's gpt-oss path joins them).  Absent when there are none.
+* ``content``: ``final`` (or channel-less) messages and ``commentary`` without a
+  recipient (a preamble: ``intent=preamble``, or no intent where the format has none,
+  e.g. Harmony); several are joined with ``"\\n"``.  None when there are none.
+* ``tool_calls``: each assistant message with a recipient (``to=``) other than ``all``,
+  in order.  ``function.name`` is the recipient without the ``functions.`` namespace
+  (a built-in tool keeps its full recipient, e.g. ``browser.search``);
+  ``function.arguments`` is the body verbatim (not re-serialised: the ids round trip).
+  ``id``: the message's ``call_id`` where the format carries one (OpenChatML 2.2), else
+  ``call_`` + 24 hex digits of a SHA-256 over ``call_id_seed`` and the completion's
+  messages up to and including the call (canonical JSON).  So ids are deterministic (the
+  same completion gives the same ids, in ``enc.to_openai`` and in the stream decoder), a
+  call's id never depends on what follows it, and different completions get different
+  ids.  vLLM's gpt-oss path draws random ids (``chatcmpl-tool-<uuid>``) instead; pass the
+  request id as ``call_id_seed`` to keep ids unique across requests whose completions
+  are identical.  Absent when there are no calls.
+* ``finish_reason``: ``tool_calls`` when the completion stopped on the format's tool-call
+  stop token (``<|call|>``) right after a tool call; ``stop`` when it stopped on a stop
+  token (``<|return|>``...), a stop string or a stop id; ``length`` when it did not stop
+  (no stop token: max tokens, truncated mid-message); ``abort`` when the stream was
+  cancelled (vLLM's name for it); None while a stream is still running.
+
+Messages of another role in a completion (the model opened a ``user`` turn) have no
+place in the message: each is reported in ``errors`` (``E-UNREPRESENTABLE``, its content
+in ``Error.text``), or raises ``UnrepresentableError`` with ``strict=True``.
+
+Round trip: for a completion of the usual shapes (``[analysis] final <|return|>``,
+``[analysis] [preamble] call <|call|>``) rendered in the format's own header layout,
+``enc.render([*prompt, choice.message], mode="train")`` gives the completion's ids back
+after the prompt.  Not round-tripping, by construction: several analysis / answer
+messages (joined), a call without ``<|constrain|>json`` (OpenAI calls read back as JSON),
+built-in tool calls, a Harmony preamble without analysis (the gpt-oss template reads
+content next to tool calls as analysis), headers in another order than the renderer's
+(e.g. the model's ``<|channel|>commentary to=functions.f``; see
+``HarmonyFormat(recipient_after_channel=True)``), truncated completions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .errors import InputTypeError, UnrepresentableError
+from .events import Error
+from .messages import Message
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .encoder import Encoder
+
+__all__ = ["ChatChoice", "FINISH_REASONS", "project", "to_openai", "tool_call_ids"]
+
+FUNCTIONS = "functions."
+#: finish reasons ``ChatChoice.finish_reason`` takes (None: the stream is still running)
+FINISH_REASONS = ("stop", "tool_calls", "length", "abort")
+
+
+@dataclass(frozen=True, slots=True)
+class ChatChoice:
+    """One OpenAI chat completion choice: the assistant ``message`` dict and why it ended."""
+
+    message: dict[str, Any]
+    finish_reason: str | None
+    #: what the lenient parse recovered from and messages that have no place in ``message``
+    errors: tuple[Error, ...] = ()
+
+    def to_dict(self, index: int = 0) -> dict[str, Any]:
+        """The ``choices[index]`` object of a Chat Completions response."""
+        return {"index": index, "message": self.message, "finish_reason": self.finish_reason}
+
+
+def tool_call_ids(messages: Sequence[Message], seed: str = "") -> dict[int, str]:
+    """Message index -> generated call id, for every tool call without a ``call_id`` (see module docstring)."""
+    h = hashlib.sha256(seed.encode("utf-8", "surrogatepass"))
+    out: dict[int, str] = {}
+    for j, m in enumerate(messages):
+        h.update(json.dumps(m.to_dict(), sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        h.update(b"\x00")
+        if m.is_tool_call and m.call_id is None:
+            out[j] = "call_" + h.copy().hexdigest()[:24]
+    return out
+
+
+def _function_name(recipient: str) -> str:
+    return recipient[len(FUNCTIONS):] if recipient.startswith(FUNCTIONS) and len(recipient) > len(FUNCTIONS) \
+        else recipient
+
+
+def _is_answer(m: Message) -> bool:
+    """Text the user may see: the answer, or a preamble (OpenChatML §5 rule 4)."""
+    if m.channel is None or m.channel == "final":
+        return True
+    return m.channel == "commentary" and m.intent in (None, "preamble")
+
+
+def project(messages: Sequence[Message], ends: Sequence[str], *, stop: str | None, stops: Iterable[str],
+            done: bool = True, call_id_seed: str = "", strict: bool = False,
+            errors: Sequence[Error] = ()) -> ChatChoice:
+    """Parsed completion messages -> ``ChatChoice`` (see the module docstring).
+
+    ``ends``: each message's end reason; ``stop``: how the completion ended (the reason of
+    the stop control it ends with - ``return``, ``call``... -, ``stop_string``,
+    ``stop_id`` or ``cancel``), or None when it did not stop; ``stops``: the reasons of the
+    format's stop controls (``Format.stop_reasons(role).values()``); ``done``: False while
+    a stream is still running.
+    """
+    if not isinstance(call_id_seed, str):
+        raise InputTypeError(f"call_id_seed must be a string, got {type(call_id_seed).__name__}",
+                             field="call_id_seed", hint="e.g. the request id")
+    reasoning: list[str] = []
+    content: list[str] = []
+    calls: list[dict[str, Any]] = []
+    errs = list(errors)
+    ids = tool_call_ids(messages, call_id_seed)
+    for j, m in enumerate(messages):
+        if m.role != "assistant":
+            if strict:
+                raise UnrepresentableError(f"a {m.role} message in a completion has no place in an OpenAI "
+                                           "assistant message", index=j, field="role",
+                                           hint="the completion should hold assistant messages only")
+            errs.append(Error("E-UNREPRESENTABLE", f"a {m.role} message in the completion is not part of the "
+                              "OpenAI assistant message", None, m.content))
+        elif m.is_tool_call:
+            cid = m.call_id if m.call_id is not None else ids[j]
+            calls.append({"id": cid, "type": "function",
+                          "function": {"name": _function_name(m.recipient or ""), "arguments": m.content}})
+        elif _is_answer(m):
+            content.append(m.content)
+        else:
+            reasoning.append(m.content)
+    msg: dict[str, Any] = {"role": "assistant", "content": "\n".join(content) if content else None}
+    if reasoning:
+        msg["reasoning_content"] = "\n".join(reasoning)
+    if calls:
+        msg["tool_calls"] = calls
+    return ChatChoice(msg, _finish(messages, ends, stop, frozenset(stops), done), tuple(errs))
+
+
+def _finish(messages: Sequence[Message], ends: Sequence[str], stop: str | None, stops: frozenset[str],
+            done: bool) -> str | None:
+    if not done:
+        return None
+    if stop == "cancel":
+        return "abort"
+    if stop == "call" and messages and ends and ends[-1] == "call" and messages[-1].is_tool_call:
+        return "tool_calls"
+    if stop in ("stop_string", "stop_id") or (stop is not None and stop in stops):
+        return "stop"
+    return "length"
+
+
+def to_openai(enc: Encoder, ids: Sequence[int] | np.ndarray, *, role: str | None = "assistant",
+              strict: bool = False, call_id_seed: str = "") -> ChatChoice:
+    """Completion ids (after the ``<|start|>ROLE`` prefill; ``role=None`` when they start with
+    ``<|start|>``) -> ``ChatChoice``.  Lenient: parse errors are in ``ChatChoice.errors``."""
+    from .parse import parse_ids
+
+    res = parse_ids(enc, ids, strict=strict, role=role, detailed=True)
+    stops = enc.format.stop_reasons(role)  # control -> reason, for the controls a sampler stops on
+    return project(res.messages, res.ends, stop=stops.get(res.last_control or ""), stops=stops.values(),
+                   call_id_seed=call_id_seed, strict=strict, errors=res.errors)
+

@@ -1,0 +1,140 @@
+"""One dataset record -> one conversation ``Encoder.render`` accepts.
+
+A record is a row of a dataset (a JSONL line, a Parquet / Arrow row).  Its messages live
+in one column (``messages_field``, default ``messages``) and its tool definitions in
+another (``tools_field``, default ``tools``); any other column that is a conversation
+option (``reasoning_effort``, ``date``...) is passed on, the rest (ids, sources) are
+ignored by the formats.  Columns stored as JSON strings (common in Parquet / HF datasets:
+``tools`` as a string) are decoded.  Also read as they are:
+
+- a bare list of messages (a JSONL line that is a JSON array);
+- ShareGPT records (``conversations: [{"from": "human", "value": ...}]``, with
+  LLaMA-Factory's ``function_call`` / ``observation`` turns and ``tools`` as JSON).
+
+Message-level shapes (OpenAI / HF chat, openai-harmony JSON, canonical, §10) are left to
+``encoder.adapters``: this module only finds the messages and options in a record.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import InputError
+
+SHAREGPT_FIELD = "conversations"
+# ShareGPT speaker names -> roles (the spellings found in public ShareGPT-style sets).
+SHAREGPT_ROLES: dict[str, str] = {
+    "human": "user", "user": "user",
+    "gpt": "assistant", "assistant": "assistant", "chatgpt": "assistant", "model": "assistant",
+    "bard": "assistant", "bing": "assistant",
+    "system": "system",
+    "observation": "tool", "tool": "tool", "function_response": "tool", "ipython": "tool",
+    "function_call": "function_call",  # an assistant tool call, value = {"name", "arguments"}
+}
+
+
+def conversation_from_record(record: Mapping[str, Any], *, messages_field: str = "messages",
+                             tools_field: str = "tools") -> Any:
+    """The conversation in ``record``: ``{"messages": [...], "tools": [...], ...options}``.
+
+    Raises ``InputError`` naming the field for records that hold no conversation.
+    """
+    if isinstance(record, (list, tuple)):
+        return {"messages": list(record)}
+    if not isinstance(record, Mapping):
+        raise InputError(f"a record must be a JSON object or a list of messages, got {type(record).__name__}",
+                         field=messages_field, hint="one conversation per line / row")
+    if messages_field in record and record[messages_field] is not None:
+        messages = _decoded(record[messages_field], messages_field)
+    elif SHAREGPT_FIELD in record and messages_field == "messages":
+        messages = sharegpt_messages(_decoded(record[SHAREGPT_FIELD], SHAREGPT_FIELD))
+    else:
+        near = sorted(k for k in record if isinstance(k, str) and _close(k, messages_field))
+        hint = (f"found {near[0]!r}: a typo in the data, or pass --messages-field {near[0]}" if near
+                else f"columns present: {sorted(map(str, record))[:8]}; use --messages-field to name the messages column")
+        raise InputError(f"record has no {messages_field!r} field", field=messages_field, hint=hint)
+    if not isinstance(messages, list):
+        raise InputError(f"{messages_field!r} must be a list of messages, got {type(messages).__name__}",
+                         field=messages_field)
+    out: dict[str, Any] = {k: v for k, v in record.items()
+                           if k not in (messages_field, tools_field, SHAREGPT_FIELD, "messages", "tools")
+                           and v is not None}
+    out["messages"] = messages
+    tools = record.get(tools_field)
+    if tools is not None:
+        tools = _decoded(tools, tools_field)
+        if not isinstance(tools, list):
+            raise InputError(f"{tools_field!r} must be a list of tool definitions, got {type(tools).__name__}",
+                             field=tools_field)
+        if tools:
+            out["tools"] = tools
+    return out
+
+
+def sharegpt_messages(turns: Any) -> list[dict[str, Any]]:
+    """ShareGPT ``[{"from", "value"}]`` turns -> OpenAI-style message dicts."""
+    if not isinstance(turns, list):
+        raise InputError(f"{SHAREGPT_FIELD!r} must be a list of turns", field=SHAREGPT_FIELD)
+    out: list[dict[str, Any]] = []
+    # ShareGPT has no call ids (and inventing some would put them in the rendered
+    # headers): observations answer the unanswered calls in order, named after them.
+    open_calls: list[str] = []
+    for i, turn in enumerate(turns):
+        field = f"{SHAREGPT_FIELD}[{i}]"
+        if not isinstance(turn, Mapping) or not isinstance(turn.get("from"), str):
+            raise InputError("a ShareGPT turn needs 'from' and 'value'", field=field, index=i)
+        role = SHAREGPT_ROLES.get(turn["from"].lower())
+        if role is None:
+            raise InputError(f"unknown ShareGPT speaker {turn['from']!r}", field=f"{field}.from", index=i,
+                             hint="one of: " + ", ".join(sorted(SHAREGPT_ROLES)))
+        value = turn.get("value")
+        if role == "tool" and open_calls:
+            out.append({"role": role, "content": value, "name": open_calls.pop(0)})
+            continue
+        if role != "function_call":
+            out.append({"role": role, "content": value})
+            continue
+        call = _decoded(value, f"{field}.value")
+        if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
+            raise InputError("a function_call turn's value must be {'name': ..., 'arguments': ...}",
+                             field=f"{field}.value", index=i, code="E-CALL-SCHEMA")
+        args = call.get("arguments", {})
+        fn = {"name": call["name"], "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)}
+        tool_call = {"type": "function", "function": fn}
+        open_calls.append(call["name"] if "." in call["name"] else "functions." + call["name"])
+        # Consecutive calls form one assistant turn (parallel calls).
+        if out and out[-1].get("role") == "assistant" and out[-1].get("tool_calls") and not out[-1].get("content"):
+            out[-1]["tool_calls"].append(tool_call)
+        else:
+            out.append({"role": "assistant", "content": None, "tool_calls": [tool_call]})
+    return out
+
+
+def _decoded(value: Any, field: str) -> Any:
+    """A column value, JSON-decoded when it was stored as a string."""
+    if isinstance(value, (str, bytes)):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{field!r} is a string but not JSON ({exc.msg} at char {exc.pos})", field=field,
+                             hint="store it as a list, or as valid JSON text") from None
+    if isinstance(value, Sequence) or isinstance(value, Mapping):
+        return value if not isinstance(value, tuple) else list(value)
+    if hasattr(value, "tolist"):  # numpy arrays of objects from pandas / Arrow conversions
+        return value.tolist()
+    return value
+
+
+def _close(a: str, b: str) -> bool:
+    """Likely a typo of ``b``: same letters give or take one (e.g. ``mesages``, ``Messages``)."""
+    a, b = a.lower(), b.lower()
+    if a == b:
+        return True
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        return sum(x != y for x, y in zip(a, b)) <= 1 or sorted(a) == sorted(b)
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    return any(long_[:k] + long_[k + 1:] == short for k in range(len(long_)))

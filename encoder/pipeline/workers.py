@@ -1,0 +1,247 @@
+"""Chunks of raw records -> rendered documents, in worker processes, in input order.
+
+A worker gets the encoder once (it pickles as a few hundred bytes: format name,
+tokenizer recipe, options; see ``Encoder.__reduce__``) and rebuilds it from its own
+per-process vocabulary cache.  Each chunk comes back as flat arrays (ids, mask, offsets,
+location of each document) plus its bad records: a chunk is rendered whole with
+``render_batch(errors="collect")``, so a bad record never costs its neighbours.
+
+Order and memory: at most ``in_flight`` chunks are read ahead of the one being consumed,
+and results are consumed strictly in chunk order, so the output does not depend on the
+number of workers or on their timing.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import OcmlError
+from .readers import Chunk, Kind
+from .records import conversation_from_record
+
+
+@dataclass(frozen=True)
+class RecordError:
+    """One bad record: where it is and what is wrong with it."""
+
+    source: int
+    location: int
+    code: str
+    message: str
+    field: str | None = None
+    message_index: int | None = None
+    hint: str | None = None
+
+    @classmethod
+    def of(cls, source: int, location: int, exc: OcmlError) -> RecordError:
+        return cls(source, location, exc.code, exc.message, exc.field, exc.index, exc.hint)
+
+
+@dataclass
+class Rendered:
+    """One chunk, rendered: documents as flat arrays plus the chunk's bad records."""
+
+    seq: int
+    source: int
+    ids: np.ndarray            # int32, all documents back to back
+    mask: np.ndarray           # bool
+    offsets: np.ndarray        # int64 [docs+1]
+    locations: np.ndarray      # int64 [docs]: location of each document's record
+    message_index: np.ndarray | None  # int32 (only when the packer truncates at message ends)
+    errors: list[RecordError] = field(default_factory=list)
+    records: int = 0           # records read (blank JSONL lines are not records)
+
+    @property
+    def documents(self) -> int:
+        return int(self.locations.shape[0])
+
+
+@dataclass(frozen=True)
+class RenderSpec:
+    """What a worker needs besides the encoder (pickled once per worker)."""
+
+    messages_field: str = "messages"
+    tools_field: str = "tools"
+    message_index: bool = False
+
+
+def json_error(exc: json.JSONDecodeError) -> str:
+    """``Unterminated string starting at column 40`` (json's messages end in "at" or not)."""
+    return f"{exc.msg}{'' if exc.msg.endswith(' at') else ' at'} column {exc.colno}"
+
+
+def decode_records(chunk: Chunk) -> list[tuple[int, Any]]:
+    """(location, record or OcmlError) for every record of the chunk (blank lines skipped)."""
+    out: list[tuple[int, Any]] = []
+    if chunk.kind is Kind.JSONL:
+        for k, line in enumerate(chunk.payload):
+            if not line.strip():
+                continue
+            try:
+                out.append((chunk.first + k, json.loads(line.rstrip(b"\r\n"))))
+            except UnicodeDecodeError as exc:
+                out.append((chunk.first + k, OcmlError(
+                    f"line is not UTF-8 ({exc.reason} at byte {exc.start})", code="E-INPUT-UTF8",
+                    hint="re-encode the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)")))
+            except json.JSONDecodeError as exc:
+                out.append((chunk.first + k, OcmlError(
+                    f"line is not valid JSON ({json_error(exc)})", code="E-INPUT-JSON",
+                    hint="JSON Lines needs one complete JSON value per line")))
+    elif chunk.kind is Kind.JSON:
+        out = [(chunk.first + k, rec) for k, rec in enumerate(chunk.payload)]
+    else:
+        import pyarrow as pa
+
+        table = pa.ipc.open_stream(chunk.payload).read_all()
+        out = [(chunk.first + k, rec) for k, rec in enumerate(table.to_pylist())]
+    return out
+
+
+def render_chunk(enc: Any, chunk: Chunk, spec: RenderSpec) -> Rendered:
+    """Decode, adapt and render one chunk; bad records become ``RecordError``s."""
+    errors: list[RecordError] = []
+    convs: list[Any] = []
+    locs: list[int] = []
+    decoded = decode_records(chunk)
+    for loc, rec in decoded:
+        if isinstance(rec, OcmlError):
+            errors.append(RecordError.of(chunk.source, loc, rec))
+            continue
+        try:
+            convs.append(conversation_from_record(rec, messages_field=spec.messages_field,
+                                                  tools_field=spec.tools_field))
+            locs.append(loc)
+        except OcmlError as exc:
+            errors.append(RecordError.of(chunk.source, loc, exc))
+    results = _render_all(enc, convs)
+    ok: list[Any] = []
+    ok_locs: list[int] = []
+    for loc, res in zip(locs, results):
+        if isinstance(res, OcmlError):
+            errors.append(RecordError.of(chunk.source, loc, res))
+        else:
+            ok.append(res)
+            ok_locs.append(loc)
+    errors.sort(key=lambda e: e.location)
+    lens = np.fromiter((len(r) for r in ok), dtype=np.int64, count=len(ok))
+    offsets = np.zeros(len(ok) + 1, dtype=np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    cat = (lambda arrs, dt: np.concatenate(arrs) if arrs else np.zeros(0, dt))
+    return Rendered(
+        seq=chunk.seq, source=chunk.source,
+        ids=cat([r.ids for r in ok], np.int32), mask=cat([r.mask for r in ok], bool), offsets=offsets,
+        locations=np.asarray(ok_locs, dtype=np.int64),
+        message_index=cat([r.message_index for r in ok], np.int32) if spec.message_index else None,
+        errors=errors, records=len(decoded))
+
+
+def _render_all(enc: Any, convs: list[Any]) -> list[Any]:
+    """One ``render_batch`` for the chunk; per record (naming the failure) if it raises anyway."""
+    try:
+        batch = enc.render_batch(convs, errors="collect")
+        out: list[Any] = list(batch.results)
+        for i, exc in batch.errors:
+            out[i] = exc
+        return out
+    except Exception:  # noqa: BLE001 - a record that breaks the batch path must not stop the run
+        pass
+    out = []
+    for conv in convs:
+        try:
+            out.append(enc.render(conv))
+        except OcmlError as exc:
+            out.append(exc)
+        except Exception as exc:  # noqa: BLE001 - reported as a bad record, never a crash mid-run
+            out.append(OcmlError(f"internal error while rendering: {type(exc).__name__}: {exc}", code="E-INTERNAL",
+                                 hint="this is a bug in ocml: please report it with this record"))
+    return out
+
+
+# -- the pool ------------------------------------------------------------------------------------
+
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(enc: Any, spec: RenderSpec) -> None:
+    import signal
+
+    # Ctrl-C is the main process's to handle (it stops the pool): no traceback per worker.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _WORKER["enc"], _WORKER["spec"] = enc, spec
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        # If the main process is killed (kill -9, OOM), exit instead of waiting forever on a
+        # task queue whose write end this worker itself holds open.
+        import os
+        import threading
+        from multiprocessing.connection import wait
+
+        def watch() -> None:
+            wait([parent.sentinel])
+            os._exit(1)
+
+        threading.Thread(target=watch, daemon=True, name="ocml-parent-watch").start()
+
+
+def _work(chunk: Chunk) -> Rendered:
+    return render_chunk(_WORKER["enc"], chunk, _WORKER["spec"])
+
+
+class RenderPool:
+    """Renders chunks with ``workers`` processes (1 = in this process), results in order."""
+
+    def __init__(self, enc: Any, spec: RenderSpec, workers: int, in_flight: int | None = None) -> None:
+        self.enc, self.spec, self.workers = enc, spec, max(1, workers)
+        self.in_flight = in_flight or 2 * self.workers + 1
+        self._pool: ProcessPoolExecutor | None = None
+        if self.workers > 1:
+            # forkserver: workers fork from a clean preloaded server (no threads of ours copied).
+            ctx = multiprocessing.get_context("forkserver")
+            ctx.set_forkserver_preload(["encoder.pipeline.workers"])
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init_worker,
+                                             initargs=(enc, spec))
+
+    def map(self, chunks: Iterator[Chunk]) -> Iterator[Rendered]:
+        if self._pool is None:
+            for chunk in chunks:
+                yield render_chunk(self.enc, chunk, self.spec)
+            return
+        pending: deque[Future[Rendered]] = deque()
+        try:
+            for chunk in chunks:
+                pending.append(self._pool.submit(_work, chunk))
+                if len(pending) >= self.in_flight:
+                    yield self._result(pending.popleft())
+            while pending:
+                yield self._result(pending.popleft())
+        finally:
+            for f in pending:
+                f.cancel()
+
+    @staticmethod
+    def _result(fut: Future[Rendered]) -> Rendered:
+        try:
+            return fut.result()
+        except BrokenProcessPool:
+            raise OcmlError("a worker process died (out of memory, or killed)", code="E-WORKER",
+                            hint="rerun the same command to resume; use fewer --workers if memory is short") from None
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self) -> RenderPool:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
