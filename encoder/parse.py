@@ -189,6 +189,9 @@ class IdParser:
         table = enc.format.table
         self.known = set(table.controls) | set(table.markers)
         self.markers = frozenset(table.markers)
+        # SentencePiece tokenizers that prefix every text run (``▁`` after each control): the
+        # prefix is the tokenizer's, not content (``Tokenizer.run_prefix``), so each run drops it.
+        self.run_prefix: bytes = getattr(tok, "run_prefix", b"")
         # kind: 0 ordinary, 1 invalid (a hole, or the sentinel ``nv`` any out-of-range id
         # is clipped to), 2.. the special tokens (names[kind])
         self.names: list[str] = ["", _INVALID]
@@ -280,11 +283,14 @@ class IdParser:
             return int(ends.searchsorted(bprev + offset, side="right"))
 
         loc = locate if self.splitter.normal is not None else None
+        rp = self.run_prefix
+        if rp and data.startswith(rp):
+            bprev = len(rp)
         for c, k, b in zip(cuts.tolist(), self.kind[arr[cuts]].tolist(), ends[cuts].tolist()):
             if b > bprev:
                 literal = feed_text(data[bprev:b], fm, prev, literal, loc)
             prev = c + 1
-            bprev = b
+            bprev = b + len(rp) if rp and data.startswith(rp, b) else b
             name = names[k]
             if literal:
                 if name == ENDLITERAL:

@@ -187,25 +187,13 @@ def _whole_texts() -> list[str]:
     return [ref.tokenizer.decode(ref.render(c).ids.tolist()) for c in CONVERSATIONS]
 
 
-# Known gaps outside vocab/, as strict xfails: they run, and turn into failures once fixed.
-PARSE_GAP = "encoder.parse: drop Tokenizer.run_prefix at the start of every text run (it reads token_bytes_table)"
-
-
 # (The conversation with a tool call has header text right after text: the renderer encodes it
-# with encode_continuation, so the legacy Prepend normalizer adds no second ▁ there.)
-
-
-def _known_gap(request: pytest.FixtureRequest, case: Case, k: int, parse: bool) -> None:
-    reasons = []
-    if parse and case.tok.run_prefix:
-        reasons.append(PARSE_GAP)
-    if reasons:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="; ".join(reasons)))
+# with encode_continuation, so the legacy Prepend normalizer adds no second ▁ there; parse drops
+# Tokenizer.run_prefix at the start of every text run.)
 
 
 @pytest.mark.parametrize("k", range(len(CONVERSATIONS)))
-def test_render_equals_the_whole_text_encoding(request: pytest.FixtureRequest, case: Case, k: int) -> None:
-    _known_gap(request, case, k, parse=False)
+def test_render_equals_the_whole_text_encoding(case: Case, k: int) -> None:
     whole = _whole_texts()[k]
     ids = case.enc.render(CONVERSATIONS[k]).ids.tolist()
     assert ids == case.whole(whole)
@@ -223,14 +211,12 @@ def test_decode_of_the_models_ids_is_the_text(case: Case, k: int) -> None:
 
 
 @pytest.mark.parametrize("k", range(len(CONVERSATIONS)))
-def test_parse_gives_back_the_content(request: pytest.FixtureRequest, case: Case, k: int) -> None:
-    _known_gap(request, case, k, parse=True)
+def test_parse_gives_back_the_content(case: Case, k: int) -> None:
     conv = CONVERSATIONS[k]
     ref = encoder.Encoder(FORMAT, tokenizer=vocab.load("o200k_base", register=FORMAT))
     want = ref.parse(ref.render(conv).ids)
     if not _decodes_exactly(case, k):
-        for m in want:
-            m.content = m.content[1:] if m.content.startswith(" ") else m.content
+        want = [m.with_(content=m.content[1:]) if m.content.startswith(" ") else m for m in want]
     assert case.enc.parse(case.enc.render(conv).ids) == want
 
 
