@@ -13,11 +13,12 @@ from .errors import OcmlError
 from .interchange import to_interchange
 from .masks import MaskPolicy
 from .messages import Conversation, CotPolicy, Message, Mode, Options
+from .openai_message import ChatChoice
 from .pack import Packed, Packer, PackReport, pack
 from .render import RenderResult
 
 __all__ = [
-    "Batch", "Conversation", "CotPolicy", "Encoder", "MaskPolicy", "Message", "Mode", "OcmlError", "Options",
+    "Batch", "ChatChoice", "Conversation", "CotPolicy", "Encoder", "MaskPolicy", "Message", "Mode", "OcmlError", "Options",
     "PackReport", "Packed", "Packer", "RenderResult", "pack", "to_conversation", "to_interchange",
 ]
 

@@ -302,6 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(fn=_cmd_text)
     f = sub.add_parser("formats", help="list formats and their control tokens")
     f.set_defaults(fn=_cmd_formats)
+    from .template.cli import add_parser as add_template_parser
+
+    add_template_parser(sub)
     return p
 
 
@@ -309,7 +312,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         try:
-            return int(args.fn(args))
+            code = int(args.fn(args))
+            sys.stdout.flush()  # a closed pipe shows up here, not in an exit-time flush
+            return code
         except OcmlError as exc:
             print(f"ocml: {exc}", file=sys.stderr)
             return EXIT_USAGE

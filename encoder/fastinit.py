@@ -41,3 +41,21 @@ def fast_constructor(cls: type[T], sample: tuple[Any, ...]) -> Callable[..., T]:
     except TypeError:  # an interpreter that refuses the retyping
         pass
     return cls
+
+
+def fast_replace(cls: type[T], make: Callable[..., T]) -> Callable[..., T]:
+    """``rep(obj, **changes)`` == ``dataclasses.replace(obj, **changes)`` through ``make`` (a
+    ``fast_constructor``): about 3x cheaper, for hot paths that rewrite a field or two of many
+    messages.  Falls back to ``dataclasses.replace`` when ``make`` is ``cls`` itself."""
+    from dataclasses import replace
+
+    if make is cls:
+        return replace  # type: ignore[return-value]
+    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    params = ", ".join(f"{n}=_K" for n in names)
+    args = ", ".join(f"o.{n} if {n} is _K else {n}" for n in names)
+    env: dict[str, Any] = {"_K": object(), "_make": make}
+    exec(f"def rep(o, *, {params}):\n    return _make({args})\n", env)  # noqa: S102 - field names only
+    rep: Callable[..., T] = env["rep"]
+    rep.__qualname__ = f"fast replace {cls.__name__}"
+    return rep

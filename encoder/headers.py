@@ -86,6 +86,8 @@ def parse_header(text: str, *, harmony: bool, role: str | None = None, position:
             h.channel = parts[0]
             _attrs(parts[1:], h, bare, bad)
         else:
+            if h.constrain is not None:
+                raise bad("two constrain tags", "constrain")
             if not parts:
                 h.constrain = ""
             else:

@@ -19,7 +19,7 @@ system prompts, multi-turn, tools with calls and results, reasoning, code), as J
    ``to_parquet``; the tokenizer is ocml's own converted to HF with ocml's exported training
    chat template (same ids and masks as ocml, checked on a sample), so both sides do the same work.
 4. **Memory**: ``ocml pack --workers 2`` in a subprocess on generated inputs of
-   ``--memory-mb`` and a quarter of that; peak RSS of the main process and of the largest
+   ``--memory-mb`` and half of that (both several packer epochs); peak RSS of the main process and of the largest
    worker (``ru_maxrss``), and the in-memory size of the same input if it were loaded with
    ``json.loads`` (sampled).  Flat peak across input sizes = bounded memory.
 
@@ -146,36 +146,71 @@ def trl_fn(enc: Any, path: Path, seq_len: int, out: Path) -> Any:
     return fn
 
 
-def median_time(fn: Any) -> tuple[float, Any]:
-    t0 = time.perf_counter()
-    res = fn()
-    return time.perf_counter() - t0, res
-
-
 MEMORY_CHILD = r"""
-import resource, sys, time
+import os, sys, threading, time
 from pathlib import Path
-from encoder.pipeline.run import PackOptions, run
+
+def rss_kb(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+def tree(root):
+    # every live process under root (workers are children of the forkserver, a child of root)
+    parent = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    parent[int(d)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                pass
+    out, todo = [], [root]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parent.items() if pp == p]
+        out += kids
+        todo += kids
+    return out
+
+peak = {"main": 0, "workers": 0, "total": 0}
+done = threading.Event()
+
+def sample():
+    me = os.getpid()
+    while not done.wait(0.05):
+        main = rss_kb(me)
+        kids = [rss_kb(k) for k in tree(me)]
+        peak["main"] = max(peak["main"], main)
+        peak["workers"] = max([peak["workers"], *kids])
+        peak["total"] = max(peak["total"], main + sum(kids))
+
 if __name__ == "__main__":
     import encoder, pyarrow.parquet, matplotlib.pyplot  # noqa: F401  (the baseline: imports + vocabulary)
+    from encoder.pipeline.run import PackOptions, run
     encoder.Encoder("openchatml-2.2")
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    base = rss_kb(os.getpid())
+    threading.Thread(target=sample, daemon=True).start()
     t0 = time.perf_counter()
     r = run(PackOptions(inputs=(sys.argv[1],), out=Path(sys.argv[2]), seq_len=int(sys.argv[3]),
                         workers=int(sys.argv[4]), overwrite=True, progress=False))
     dt = time.perf_counter() - t0
-    main = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    print(base, main, kids, r.report["counts"]["tokens"], dt)
+    done.set()
+    print(base, peak["main"], peak["workers"], peak["total"], r.report["counts"]["tokens"], dt)
 """
 
 
 def memory_run(path: Path, out: Path, seq_len: int, workers: int) -> dict[str, float]:
     res = subprocess.run([sys.executable, "-c", MEMORY_CHILD, str(path), str(out), str(seq_len), str(workers)],
                          capture_output=True, text=True, check=True, cwd=ROOT)
-    base, main, kids, tokens, dt = res.stdout.split()[-5:]
-    return {"baseline_mb": int(base) / 1024, "main_peak_mb": int(main) / 1024, "worker_peak_mb": int(kids) / 1024,
-            "tokens": int(tokens), "seconds": float(dt)}
+    base, main, worker, total, tokens, dt = res.stdout.split()[-6:]
+    return {"baseline_mb": int(base) / 1024, "main_peak_mb": int(main) / 1024, "worker_peak_mb": int(worker) / 1024,
+            "total_peak_mb": int(total) / 1024, "tokens": int(tokens), "seconds": float(dt)}
 
 
 def loaded_size_mb(path: Path, sample: int = 300) -> float:
@@ -192,73 +227,128 @@ def loaded_size_mb(path: Path, sample: int = 300) -> float:
     return cur / k * len(lines) / 2**20
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--records", type=int, default=4000)
-    ap.add_argument("--seq-len", type=int, default=4096)
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--trl-records", type=int, default=600)
-    ap.add_argument("--memory-mb", type=float, default=48.0, help="size of the larger memory-test input")
-    ap.add_argument("--quick", action="store_true", help="1,500 records, 1 rep, 300 TRL records, 16 MB memory test")
-    args = ap.parse_args()
-    if args.quick:
-        args.records, args.reps, args.trl_records, args.memory_mb = 1500, 1, 300, 16.0
+def long_records(path: Path, n: int, seed: int) -> None:
+    """Long conversations: 10 turns of 100-160-word messages (``bench_render``'s "long")."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import bench_render
 
-    tmp = Path(tempfile.mkdtemp(prefix="ocml-bench-pipeline-"))
-    data = tmp / "data.jsonl"
-    write_jsonl(data, args.records, seed=7)
-    trl_data = tmp / "trl.jsonl"
-    trl_data.write_bytes(b"".join(data.read_bytes().splitlines(keepends=True)[: args.trl_records]))
-    enc = encoder.Encoder("openchatml-2.2")
-    print(f"data: {args.records:,} records, {data.stat().st_size / 2**20:.1f} MiB JSONL; seq_len {args.seq_len}; "
-          f"cores {os.cpu_count()}")
+    with open(path, "w", encoding="utf-8") as f:
+        for conv in bench_render.conversations("long", n, seed=seed):
+            f.write(json.dumps({"messages": conv}) + "\n")
 
+
+def head_by_tokens(enc: Any, src: Path, dst: Path, tokens: int) -> int:
+    """The first records of ``src`` holding about ``tokens`` tokens (TRL is measured on less data)."""
+    out, n = [], 0
+    for line in src.open(encoding="utf-8"):
+        out.append(line)
+        n += len(enc.render(conversation_from_record(json.loads(line))))
+        if n >= tokens:
+            break
+    dst.write_text("".join(out), encoding="utf-8")
+    return len(out)
+
+
+def render_fn(enc: Any, path: Path) -> Any:
+    convs = [conversation_from_record(json.loads(line)) for line in path.open(encoding="utf-8")]
+
+    def fn() -> int:
+        return sum(len(r) for r in enc.render_batch(convs).results)
+
+    return fn
+
+
+def workload(name: str, data: Path, enc: Any, args: argparse.Namespace, tmp: Path) -> None:
+    trl_data = tmp / f"{name}-trl.jsonl"
+    trl_n = head_by_tokens(enc, data, trl_data, args.trl_tokens)
+    print(f"\n== {name}: {sum(1 for _ in data.open()):,} records, {data.stat().st_size / 2**20:.1f} MiB JSONL, "
+          f"seq_len {args.seq_len} (TRL on the first {trl_n} records)")
     floor, floor_tokens = floor_fn(enc, data)
-    contenders = {"floor (encode_ordinary, 1 core)": floor,
-                  "ocml pack --workers 1": pack_fn(data, tmp / "w1", args.seq_len, 1),
-                  "ocml pack --workers 2": pack_fn(data, tmp / "w2", args.seq_len, 2)}
-    trl_out = tmp / "trl"
-    trl_out.mkdir()
-    trl = trl_fn(enc, trl_data, args.seq_len, trl_out)
-    pack_fn(data, tmp / "warm", args.seq_len, 2)()  # warm-up: worker start-up paths, imports
-    times: dict[str, list[float]] = {k: [] for k in [*contenders, "TRL map+pack_dataset"]}
+    tiny = tmp / f"{name}-tiny.jsonl"
+    tiny.write_text("".join(data.open(encoding="utf-8").readlines()[:8]), encoding="utf-8")
+    contenders = {"floor: encode_ordinary, 1 core": floor,
+                  "render_batch only (parsed, in memory)": render_fn(enc, data),
+                  "ocml pack --workers 1": pack_fn(data, tmp / f"{name}-w1", args.seq_len, 1),
+                  "ocml pack --workers 2": pack_fn(data, tmp / f"{name}-w2", args.seq_len, 2),
+                  "TRL map + pack_dataset": trl_fn(enc, trl_data, args.seq_len, tmp),
+                  # Fixed costs (pool start, report, histogram, fsyncs): the same run on 8 records.
+                  "fixed: ocml pack --workers 1, 8 records": pack_fn(tiny, tmp / f"{name}-t1", args.seq_len, 1),
+                  "fixed: ocml pack --workers 2, 8 records": pack_fn(tiny, tmp / f"{name}-t2", args.seq_len, 2)}
+    pack_fn(data, tmp / f"{name}-warm", args.seq_len, 2)()  # warm-up: first-run imports, page cache
+    times: dict[str, list[float]] = {k: [] for k in contenders}
     tokens: dict[str, int] = {}
     for _ in range(args.reps):
-        for name, fn in contenders.items():
-            dt, res = median_time(fn)
-            times[name].append(dt)
-            tokens[name] = res if isinstance(res, int) else res["counts"]["tokens"]
-        dt, res = median_time(trl)
-        times["TRL map+pack_dataset"].append(dt)
-        tokens["TRL map+pack_dataset"] = res
+        for k, fn in contenders.items():
+            dt, res = timed(fn)
+            times[k].append(dt)
+            tokens[k] = res if isinstance(res, int) else res["counts"]["tokens"]
     rate = {k: tokens[k] / statistics.median(v) for k, v in times.items()}
-    fl = rate["floor (encode_ordinary, 1 core)"]
-    print(f"\n{'contender':34} {'tokens':>11} {'median s':>9} {'k tok/s':>9} {'vs floor':>9} {'vs TRL':>8}")
+    fl, trl = rate["floor: encode_ordinary, 1 core"], rate["TRL map + pack_dataset"]
+    print(f"{'contender':40} {'tokens':>11} {'median s':>9} {'k tok/s':>9} {'vs floor':>9} {'vs TRL':>8}")
     for k in times:
-        print(f"{k:34} {tokens[k]:>11,} {statistics.median(times[k]):>9.2f} {rate[k] / 1e3:>9,.0f} "
-              f"{rate[k] / fl:>8.0%} {rate[k] / rate['TRL map+pack_dataset']:>7.1f}x")
+        print(f"{k:40} {tokens[k]:>11,} {statistics.median(times[k]):>9.2f} {rate[k] / 1e3:>9,.0f} "
+              f"{rate[k] / fl:>8.0%} {rate[k] / trl:>7.1f}x")
     w1, w2 = rate["ocml pack --workers 1"], rate["ocml pack --workers 2"]
-    print(f"\nper worker vs floor: 1 worker {w1 / fl:.0%}, 2 workers {w2 / 2 / fl:.0%} (goal >= 70%); "
-          f"scaling 1 -> 2 workers {w2 / w1:.2f}x")
-    print(f"floor tokens {floor_tokens:,} vs pipeline document tokens {tokens['ocml pack --workers 1']:,} "
-          "(the difference: control tokens, which need no BPE)")
+    rb = rate["render_batch only (parsed, in memory)"]
+    med = {k: statistics.median(v) for k, v in times.items()}
+    tok = tokens["ocml pack --workers 1"]
+    s1 = tok / max(med["ocml pack --workers 1"] - med["fixed: ocml pack --workers 1, 8 records"], 1e-9)
+    s2 = tok / max(med["ocml pack --workers 2"] - med["fixed: ocml pack --workers 2, 8 records"], 1e-9)
+    print(f"end to end, per worker vs floor: 1 worker {w1 / fl:.0%}, 2 workers {w2 / 2 / fl:.0%}; "
+          f"pipeline / render_batch {w1 / rb:.0%}; scaling 1 -> 2 workers {w2 / w1:.2f}x")
+    print(f"steady state (fixed costs subtracted), per worker vs floor: 1 worker {s1 / fl:.0%}, "
+          f"2 workers {s2 / 2 / fl:.0%} (goal >= 70%); pipeline / render_batch {s1 / rb:.0%}; "
+          f"scaling {s2 / s1:.2f}x")
+    print(f"(floor tokens {floor_tokens:,}: text only; the pipeline's {tokens['ocml pack --workers 1']:,} include "
+          "control tokens, which need no BPE)")
+
+
+def timed(fn: Any) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    res = fn()
+    return time.perf_counter() - t0, res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=6000, help="sample-like records (long workload: records / 10)")
+    ap.add_argument("--seq-len", type=int, default=4096)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--trl-tokens", type=int, default=200_000, help="tokens of data the TRL path is timed on")
+    ap.add_argument("--memory-mb", type=float, default=64.0, help="size of the larger memory-test input")
+    ap.add_argument("--quick", action="store_true", help="2,000 records, 1 rep, 100k TRL tokens, 16 MiB memory test")
+    args = ap.parse_args()
+    if args.quick:
+        args.records, args.reps, args.trl_tokens, args.memory_mb = 2000, 1, 100_000, 16.0
+
+    tmp = Path(tempfile.mkdtemp(prefix="ocml-bench-pipeline-"))
+    enc = encoder.Encoder("openchatml-2.2")
+    print(f"cores {os.cpu_count()}, load average {os.getloadavg()[0]:.1f} (shared machine: read the ratios)")
+    sample = tmp / "sample.jsonl"
+    write_jsonl(sample, args.records, seed=7)
+    workload("sample-like (chat, tools, reasoning, code)", sample, enc, args, tmp)
+    long_ = tmp / "long.jsonl"
+    long_records(long_, max(20, args.records // 10), seed=1)
+    workload("long (10 turns x ~450 tokens of prose)", long_, enc, args, tmp)
 
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "encoder.cli", "--version"], check=True, capture_output=True, cwd=ROOT)
-    print(f"CLI start-up (python -m encoder.cli --version): {time.perf_counter() - t0:.2f} s")
+    print(f"\nCLI start-up (python -m encoder.cli --version): {time.perf_counter() - t0:.2f} s")
 
-    print(f"\nmemory (ocml pack --workers 2 in a subprocess; baseline = imports + vocabulary):")
-    print(f"{'input MiB':>10} {'tokens':>12} {'as objects MiB':>15} {'baseline MiB':>13} {'main peak MiB':>14} "
-          f"{'worker peak MiB':>16} {'k tok/s':>8}")
-    for mb in (args.memory_mb / 4, args.memory_mb):
+    print("\nmemory: ocml pack --workers 2 in a subprocess, RSS sampled every 50 ms over the process tree "
+          "(baseline = imports + vocabulary, before the run)")
+    print(f"{'input MiB':>10} {'tokens':>12} {'as objects MiB':>15} {'baseline':>9} {'main peak':>10} "
+          f"{'worker peak':>12} {'tree peak':>10} {'k tok/s':>8}")
+    for mb in (args.memory_mb / 2, args.memory_mb):
         big = tmp / f"big-{mb:g}.jsonl"
-        grow_jsonl(data, big, mb)
+        grow_jsonl(sample, big, mb)
         m = memory_run(big, tmp / f"mem-{mb:g}", args.seq_len, 2)
         print(f"{big.stat().st_size / 2**20:>10.1f} {m['tokens']:>12,} {loaded_size_mb(big):>15,.0f} "
-              f"{m['baseline_mb']:>13.0f} {m['main_peak_mb']:>14.0f} {m['worker_peak_mb']:>16.0f} "
-              f"{m['tokens'] / m['seconds'] / 1e3:>8,.0f}")
+              f"{m['baseline_mb']:>9.0f} {m['main_peak_mb']:>10.0f} {m['worker_peak_mb']:>12.0f} "
+              f"{m['total_peak_mb']:>10.0f} {m['tokens'] / m['seconds'] / 1e3:>8,.0f}")
         big.unlink()
     print(f"\n(temporary files in {tmp})")
+
 
 
 if __name__ == "__main__":

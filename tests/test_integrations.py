@@ -370,6 +370,14 @@ def test_datasets_map_num_proc_2_gives_the_cli_rows(cli_out: dict[str, Any], lin
     assert sum(map(len, per_batch["input_ids"])) == sum(map(len, packed["input_ids"]))
 
 
+def test_streaming_iterable_dataset_in_arrow_format(lines: list[str]) -> None:
+    datasets = pytest.importorskip("datasets")
+    ids = datasets.Dataset.from_dict({"text": lines[:20]}).to_iterable_dataset()
+    out = ids.with_format("arrow").map(OcmlRender(_ENC, json_field="text"), batched=True, batch_size=6,
+                                       remove_columns=["text"])
+    assert [r["input_ids"] for r in out.with_format(None)] == rendered(lines[:20]).column("input_ids").to_pylist()
+
+
 def test_datasets_fingerprint_is_the_recipe() -> None:
     fingerprint = pytest.importorskip("datasets.fingerprint")
     h = fingerprint.Hasher.hash
@@ -399,8 +407,7 @@ def test_ray_map_batches_class_and_global_pack_give_the_cli_rows(ray_local: Any,
                                                                    cli_out: dict[str, Any]) -> None:
     from encoder.integrations import ray_data
 
-    ctx = ray_local.data.DataContext.get_current()
-    ctx.execution_options.preserve_order = True
+    ray_local.data.DataContext.get_current().execution_options.preserve_order = False  # pack() asks for order
     ds = ray_local.data.read_text(str(jsonl))
     rendered_ds = ds.map_batches(OcmlRender, fn_constructor_kwargs={"encoder": FMT, "json_field": "text"},
                                  batch_format="pyarrow", batch_size=16,

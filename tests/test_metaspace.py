@@ -245,3 +245,206 @@ def test_byte_level_without_prefix_is_unchanged() -> None:
     tok = vocab.from_hf(raw, register=FORMAT)
     assert tok.run_prefix == b"" and tok.encode_continuation("abc") == tok.encode_text("abc")
     assert not tok.fingerprint.endswith(":runs-after-special")
+
+
+# -- stream decoders (StreamDecoder, BatchDecoder) drop the run prefix where parse does ------------
+
+from encoder.events import Delta, Error, MessageEnd, MessageStart, Stop  # noqa: E402
+from encoder.parse import parse_ids  # noqa: E402
+from encoder.stream.batch import BatchDecoder  # noqa: E402
+
+
+def _chunks(ids: list[int], size: int | None) -> list[list[int]]:
+    return [ids] if size is None else [ids[k:k + size] for k in range(0, len(ids), size)]
+
+
+def _merged(events: list) -> list:
+    """Adjacent deltas merged, ``Stop.trailing`` zeroed: the chunk-invariant form of a stream."""
+    out: list = []
+    for ev in events:
+        if type(ev) is Stop:
+            ev = Stop(ev.reason, ev.token, ev.position, 0)
+        if type(ev) is Delta and out and type(out[-1]) is Delta:
+            assert (out[-1].channel, out[-1].visible) == (ev.channel, ev.visible)
+            ev = Delta(out[-1].text + ev.text, ev.channel, ev.visible)
+            out[-1] = ev
+        else:
+            out.append(ev)
+    return out
+
+
+def _contents_from_deltas(events: list) -> list[str]:
+    """Per message: the joined deltas, checked against the message the MessageEnd carries."""
+    got: list[str] = []
+    buf: list[str] | None = None
+    for ev in events:
+        if type(ev) is MessageStart:
+            buf = []
+        elif type(ev) is Delta:
+            assert buf is not None
+            buf.append(ev.text)
+        elif type(ev) is MessageEnd:
+            text = "".join(buf) if buf is not None else ""
+            assert text == ev.message.content
+            got.append(text)
+            buf = None
+    return got
+
+
+def streamed(enc: encoder.Encoder, ids: list[int], size: int | None, role: str | None = None,
+             restart: bool = True) -> tuple[list, list]:
+    """Stream ``ids`` in chunks of ``size`` (None: all at once); after a stop (``<|return|>``,
+    ``<|call|>``) a new decoder takes the rest, as a server would for the next turn.
+    -> (merged events per segment, messages)."""
+    segments, messages = [], []
+    pos = 0
+    while True:
+        dec = enc.decoder(role=role)
+        events: list = []
+        rest = ids[pos:]
+        for chunk in _chunks(rest, size):
+            events += dec.feed(chunk)
+            if dec.done:
+                break
+        events += dec.finish()
+        segments.append(_merged(events))
+        messages += dec.messages
+        stop = dec.stopped
+        if stop is None or not restart:
+            return segments, messages
+        pos += stop.position + 1
+        role = None
+        if pos >= len(ids):
+            return segments, messages
+
+
+def check_stream_is_parse(enc: encoder.Encoder, ids: list[int], role: str | None = None) -> list:
+    """Fed one id at a time, at odd chunk sizes and all at once: the same events; the deltas
+    joined per message are the contents; the messages are ``enc.parse(ids)``."""
+    ref_segments, messages = streamed(enc, ids, None, role)
+    for size in (1, 2, 3, 7):
+        assert streamed(enc, ids, size, role)[0] == ref_segments, size
+    contents = [c for seg in ref_segments for c in _contents_from_deltas(seg)]
+    want = enc.parse(ids, role=role)
+    assert messages == want
+    assert contents == [m.content for m in want]
+    return ref_segments
+
+
+@pytest.mark.parametrize("k", range(len(CONVERSATIONS)))
+def test_stream_contents_are_parse_contents(case: Case, k: int) -> None:
+    ids = case.enc.render(CONVERSATIONS[k]).ids.tolist()
+    check_stream_is_parse(case.enc, ids)
+    if _decodes_exactly(case, k):  # and the content is what was rendered
+        ref = encoder.Encoder(FORMAT, tokenizer=vocab.load("o200k_base", register=FORMAT))
+        assert streamed(case.enc, ids, 1)[1] == ref.parse(ref.render(CONVERSATIONS[k]).ids)
+
+
+def _completion(case: Case, ids: list[int]) -> list[int]:
+    """The ids after the last ``<|start|>assistant`` generation prompt."""
+    prompt = [case.tok.control_id("<|start|>"), *case.tok.encode_text("assistant")]
+    at = max(j for j in range(len(ids)) if ids[j:j + len(prompt)] == prompt)
+    return ids[at + len(prompt):]
+
+
+@pytest.mark.parametrize("k", range(len(CONVERSATIONS)))
+def test_stream_after_a_role_prefill_is_parse(case: Case, k: int) -> None:
+    ids = _completion(case, case.enc.render(CONVERSATIONS[k]).ids.tolist())
+    segs = check_stream_is_parse(case.enc, ids, role="assistant")
+    assert not [e for seg in segs for e in seg if type(e) is Error]
+
+
+@pytest.mark.parametrize("vectorized", [False, True])
+def test_batch_decoder_contents_are_parse_contents(case: Case, vectorized: bool) -> None:
+    enc = case.enc
+    rows = [enc.render(c).ids.tolist() for c in CONVERSATIONS]
+    rows += [_completion(case, r) for r in rows]
+    roles = [None] * len(CONVERSATIONS) + ["assistant"] * len(CONVERSATIONS)
+    n = len(rows)
+    bd = BatchDecoder(enc, n, role=None, vectorized=vectorized)
+    for r, role in enumerate(roles):
+        if role is not None:
+            bd.reset(r, role=role)
+    events: list[list] = [[] for _ in range(n)]
+    for t in range(max(map(len, rows))):
+        out = bd.step([row[t] if t < len(row) else -1 for row in rows])
+        for r in range(n):
+            events[r] += out[r]
+    for r, ev in enumerate(bd.finish()):
+        events[r] += ev
+    for r, (ids, role) in enumerate(zip(rows, roles)):
+        # the batch stops a row at <|return|> / <|call|>: the single decoder's first segment
+        first, _ = streamed(enc, ids, 1, role, restart=False)
+        assert _merged(events[r]) == first[0], r
+        stop = bd.stopped[r]
+        upto = ids[:stop.position + 1] if stop is not None else ids
+        want = enc.parse(upto, role=role)
+        assert bd.messages(r) == want
+        assert _contents_from_deltas(events[r]) == [m.content for m in want]
+
+
+def _soup_pool(case: Case) -> list[list[int]]:
+    """Pieces of id sequences around run starts: controls, specials, bad ids, text with and
+    without the run prefix, the prefix alone and split characters."""
+    tok = case.tok
+    pool = [[tok.control_id(c)] for c in ("<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|constrain|>",
+                                          "<|literal|>", "<|endliteral|>")]
+    pool += [[tok.specials[s]] for s in ("<s>", "</s>") if s in tok.specials] + [[10 ** 7]]
+    words = ("assistant", "user", "final", "analysis", " to=functions.f", "json", "hi", " ", "  x", "<|end|>", "\u00e9")
+    pool += [tok.encode_text(w) for w in words] + [tok.encode_continuation(w) for w in words]
+    emoji = tok.encode_continuation("\U0001f642")
+    pool += [emoji[:j] for j in range(1, len(emoji) + 1)]
+    alone = [i for i, b in enumerate(tok.token_bytes_table) if tok.run_prefix and b == tok.run_prefix]
+    pool += [alone] * 3
+    return pool
+
+
+def test_stream_soup_is_parse(case: Case) -> None:
+    import random
+
+    enc = case.enc
+    rng = random.Random(5)
+    pool = _soup_pool(case)
+    specials = {case.tok.specials[s] for s in ("<s>", "</s>") if s in case.tok.specials}
+    for _ in range(60):
+        ids = [i for _ in range(rng.randint(1, 20)) for i in rng.choice(pool)]
+        role = rng.choice([None, "assistant"])
+        segs = check_stream_is_parse(enc, ids, role)
+        lit = case.tok.control_id("<|literal|>")
+        if lit in ids and set(ids[ids.index(lit):]) & specials:
+            continue  # a special id in a literal block: text to parse, an error to the stream (as before)
+        res = parse_ids(enc, ids, role=role, detailed=True)
+        assert len(segs) == 1  # (no stopping control in the pool)
+        assert [e for e in segs[0] if type(e) is Error] == res.errors  # codes, positions, left-out text
+
+
+def test_literal_block_ids_start_runs(case: Case) -> None:
+    """A control id inside a literal block is its text, and a run starts after it (parse's cut)."""
+    tok, enc = case.tok, case.enc
+    c = tok.control_id
+    ids = [c("<|start|>"), *tok.encode_text("assistant"), c("<|message|>"), *tok.encode_text("a"),
+           c("<|literal|>"), *tok.encode_text("x"), c("<|end|>"), *tok.encode_text("y"), c("<|endliteral|>"),
+           *tok.encode_text("z"), c("<|end|>")]
+    check_stream_is_parse(enc, ids)
+    assert enc.parse(ids)[0].content == "ax<|end|>yz"
+
+
+def test_fallback_mode_drops_only_the_first_prefix() -> None:
+    """Controls spelled as text are text to the tokenizer: only the start of the ids is a run start."""
+    for kind, scheme in CASES:
+        tok = vocab.from_hf(model_tokenizer(kind, scheme))  # no controls registered: the fallback
+        enc = encoder.Encoder(FORMAT, tokenizer=tok)
+        assert enc.format.text_controls
+        for conv in CONVERSATIONS:
+            ids = enc.render(conv).ids.tolist()
+            check_stream_is_parse(enc, ids)
+            check_stream_is_parse(enc, tok.encode_text("stray") + ids)
+
+
+def test_tiktoken_decoders_have_no_run_start_state() -> None:
+    """Without a run prefix the scanner never leaves the fast paths' state for it."""
+    enc = encoder.Encoder(FORMAT, tokenizer=vocab.load("o200k_base", register=FORMAT))
+    dec = enc.decoder(role="assistant")
+    assert dec.tables.run_prefix == b"" and dec.scanner._state == 0
+    dec.feed([enc.tokenizer.control_id("<|message|>")])
+    assert dec.scanner._state == 0 and dec.lean_table is not None

@@ -230,6 +230,17 @@ def test_chat_prompt_is_a_prefix_of_training_and_mask_is_the_generated_spans(fmt
         assert np.array_equal(full.mask, want)
 
 
+def test_arrow_rows_with_every_key_null_read_as_chat_data(harmony_encoder):
+    """Parquet / ``datasets`` rows carry every key of the schema, mostly null."""
+    keys = ("role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content", "thinking", "channel", "weight")
+    conv = _cases(30, seed=11)
+    for c in conv:
+        rows = [{k: m.get(k) for k in keys} for m in c["messages"]]
+        assert all(len(r) == len(keys) for r in rows)
+        want = harmony_encoder.render(c).ids.tolist()
+        assert harmony_encoder.render({**c, "messages": rows}).ids.tolist() == want
+
+
 # -- weight ------------------------------------------------------------------------------------
 
 def test_weight_zero_is_not_trained_and_weight_one_is(harmony_encoder):

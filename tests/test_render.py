@@ -361,5 +361,5 @@ def test_json_string_and_unknown_mode():
         enc.render([{"role": "user", "content": "x"}], mode="serve")
     assert "prompt" in str(e.value)
     with pytest.raises(OcmlError) as e:
-        encoder.Encoder("apertus")
-    assert e.value.code == "E-FORMAT-UNAVAILABLE"
+        encoder.Encoder("apertvs")
+    assert e.value.code == "E-UNKNOWN-NAME" and e.value.field == "format"

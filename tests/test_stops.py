@@ -15,7 +15,7 @@ EXPECTED = {
     "openchatml-2.2": ("<|return|>", "<|call|>"),
     "openchatml-2.0": ("<|return|>", "<|call|>"),
     "chatml": ("<|im_end|>", "</s>"),
-    "apertus": ("<|assistant_end|>", "<|tools_suffix|>"),
+    "apertus": ("<|assistant_end|>", "<|tools_suffix|>", "</s>"),
 }
 
 

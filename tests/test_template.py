@@ -82,6 +82,10 @@ def _no_floats(value: Any) -> Any:
     return value
 
 
+def _json_text(args: Any) -> str:
+    return args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+
+
 def _string_arguments(conv: dict[str, Any]) -> dict[str, Any]:
     """What goes through the engine's ``tojson`` made engine-neutral: ``tojson`` differs between
     engines (MiniJinja escapes ``<`` as ``\\u003c`` and prints ``1e-05`` as ``0.00001``; HF's is
@@ -91,6 +95,11 @@ def _string_arguments(conv: dict[str, Any]) -> dict[str, Any]:
         conv = {**conv, "tools": _no_floats(conv["tools"])}
     msgs = []
     for m in conv["messages"]:
+        content = m.get("content")
+        if isinstance(content, dict) and "blocks" in content:  # Apertus calls in blocks
+            blocks = [{**b, "calls": [{**c, "arguments": _json_text(c["arguments"])} for c in b["calls"]]}
+                      if b["type"] == "tool_calls" else b for b in content["blocks"]]
+            m = {**m, "content": {"blocks": blocks}}
         if m.get("tool_calls"):
             calls = [{**c, "function": {**c["function"], "arguments": c["function"]["arguments"]
                                         if isinstance(c["function"]["arguments"], str)
@@ -236,6 +245,103 @@ def test_chatml_options_are_baked_in(options):
         assert prompt == enc.render(conv, mode="prompt").ids.tolist(), f"case {k} {options}"
 
 
+# -- Apertus options ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def apertus_hf():
+    return stack("apertus")
+
+
+_APERTUS_SYSTEM = "You are Apertus, a helpful assistant created by the SwissAI initiative.\nKnowledge cutoff: 2024-04"
+
+
+def test_apertus_date_comes_from_the_clock_only_when_asked(apertus_hf):
+    """No system message: the default system text's date is ``date``, else the encoder's ``date``
+    option, else today with ``date_from_clock=true`` (= render's own default), else no date line."""
+    enc, hf = apertus_hf
+    msgs = [{"role": "user", "content": "What day is it?"}]
+    plain = hf.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+    assert f"<|system_start|>{_APERTUS_SYSTEM}<|system_end|>" in plain
+    given = hf_call(hf, {"messages": msgs, "date": "2025-02-03"}, add_generation_prompt=True)["input_ids"]
+    assert given == enc.render({"messages": msgs, "date": "2025-02-03"}, mode="prompt").ids.tolist()
+    assert "Current date: 2025-02-03<|system_end|>" in enc.tokenizer.decode(given)
+    clock = hf.apply_chat_template(msgs, return_dict=True, add_generation_prompt=True, date_from_clock=True)
+    assert clock["input_ids"] == enc.render(msgs, mode="prompt").ids.tolist()  # render: today
+    both = hf.apply_chat_template(msgs, return_dict=True, add_generation_prompt=True, date="2025-02-03",
+                                  date_from_clock=True)
+    assert both["input_ids"] == given
+    baked = encoder.Encoder("apertus", date="2024-12-24")
+    got = _hf_for(baked, hf).apply_chat_template(msgs, return_dict=True, add_generation_prompt=True)["input_ids"]
+    assert got == baked.render(msgs, mode="prompt").ids.tolist()
+    custom = encoder.Encoder("apertus", default_system="You are a test.")
+    got = _hf_for(custom, hf).apply_chat_template(msgs, return_dict=True, add_generation_prompt=True)["input_ids"]
+    assert got == custom.render(msgs, mode="prompt").ids.tolist()
+    assert "<|system_start|>You are a test.<|system_end|>" in custom.tokenizer.decode(got)
+
+
+@pytest.mark.parametrize("baked", [False, True])
+def test_apertus_enable_thinking_is_baked_in_and_can_be_passed(apertus_hf, baked):
+    _enc, base = apertus_hf
+    enc = encoder.Encoder("apertus", enable_thinking=baked)
+    hf = _hf_for(enc, base)
+    msgs = [{"role": "system", "content": "S"}, {"role": "user", "content": "q"},
+            {"role": "assistant", "content": {"blocks": [{"type": "thoughts", "text": "t"},
+                                                         {"type": "response", "text": "a"}]}}]
+    for conv in ({"messages": msgs}, {"messages": msgs, "enable_thinking": not baked}):
+        out = hf_call(hf, conv, chat_template="training", return_assistant_tokens_mask=True)
+        r = enc.render(conv)
+        assert out["input_ids"] == r.ids.tolist() and out["assistant_masks"] == r.mask.astype(int).tolist()
+        thinking = conv.get("enable_thinking", baked)
+        assert ("Deliberation: enabled" if thinking else "Deliberation: disabled") in enc.tokenizer.decode(r.ids)
+
+
+@pytest.mark.parametrize("bad, code", [
+    ([{"role": "tool", "content": "x"}], "E-CALL-SCHEMA"),  # outside a turn
+    ([{"role": "assistant", "content": "a"}, {"role": "tool", "content": "x"}], "E-CALL-SCHEMA"),  # no call before
+    ([{"role": "assistant", "content": {"blocks": [{"type": "tool_calls", "calls": [{"name": "f", "arguments": "{}"}]},
+                                                   {"type": "response", "text": "[not outputs]"}]}}],
+     "E-UNREPRESENTABLE"),
+    ([{"role": "assistant", "content": "a"}, {"role": "system", "content": "late"}], "E-INPUT"),
+    ([{"role": "developer", "content": "mine"}], "E-INPUT"),  # with enable_thinking below
+])
+def test_apertus_template_errors_carry_render_codes(apertus_hf, bad, code):
+    enc, hf = apertus_hf
+    conv = {"messages": [{"role": "user", "content": "q"}, *bad], "date": "2025-01-01"}
+    if bad[0]["role"] == "developer":
+        conv = {"messages": bad + conv["messages"], "date": "2025-01-01", "enable_thinking": True}
+    with pytest.raises(OcmlError) as info:
+        enc.render(conv)
+    assert info.value.code.startswith(code)
+    with pytest.raises(Exception, match=code):
+        hf_call(hf, conv)
+
+
+def test_apertus_turns_merge_messages_as_render_does(apertus_hf):
+    """OpenAI dicts and Apertus blocks give the same ids when they say the same thing."""
+    enc, hf = apertus_hf
+    head = [{"role": "system", "content": {"text": "S"}}, {"role": "user", "content": {"parts": [
+        {"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}}]
+    openai = head + [{"role": "assistant", "reasoning_content": "t", "tool_calls": [
+        {"id": "1", "type": "function", "function": {"name": "f", "arguments": {"x": 1}}},
+        {"id": "2", "type": "function", "function": {"name": "g", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "1", "content": "1"}, {"role": "tool", "tool_call_id": "2", "content": "2"},
+        {"role": "assistant", "content": "done"}]
+    blocks = head + [{"role": "assistant", "content": {"blocks": [
+        {"type": "thoughts", "text": "t"},
+        {"type": "tool_calls", "calls": [{"name": "f", "arguments": {"x": 1}}, {"name": "g", "arguments": "{}"}]},
+        {"type": "tool_outputs", "outputs": [{"output": "1"}, "2"]}, {"type": "response", "text": "done"}]}}]
+    a = hf.apply_chat_template(openai, return_dict=True, chat_template="training", return_assistant_tokens_mask=True)
+    b = hf.apply_chat_template(blocks, return_dict=True, chat_template="training", return_assistant_tokens_mask=True)
+    r = enc.render(openai)
+    assert a["input_ids"] == b["input_ids"] == r.ids.tolist() == enc.render(blocks).ids.tolist()
+    assert a["assistant_masks"] == b["assistant_masks"] == r.mask.astype(int).tolist()
+    text = enc.tokenizer.decode(r.ids.tolist())
+    assert text.endswith('<|inner_prefix|>t<|tools_prefix|>[{"f": {"x": 1}}, {"g": {}}]<|tools_suffix|>[1, 2]'
+                         '<|inner_suffix|>done<|assistant_end|>')
+    trained = enc.tokenizer.decode([i for i, m in zip(r.ids.tolist(), a["assistant_masks"]) if m])
+    assert "[1, 2]" not in trained and trained.endswith("done<|assistant_end|>")
+
+
 # -- errors --------------------------------------------------------------------------------
 
 def test_template_errors_carry_ocml_codes(harmony_hf):
@@ -256,14 +362,20 @@ def test_fallback_mode_has_no_template():
     assert info.value.code == "E-UNREPRESENTABLE" and "register" in info.value.hint
 
 
-def test_formats_without_a_template_say_so():
+def test_every_renderable_format_has_a_template_and_others_say_so():
+    from encoder.formats import RENDERABLE
+    from encoder.formats.apertus import Apertus
     from encoder.template.profiles import PROFILES, profile_for
 
-    class Other:
-        name = "apertus"
+    assert set(PROFILES) == set(RENDERABLE) == set(FORMATS)
 
+    class Unlisted(Apertus):  # a working format (Apertus's table and methods) with no row of its own
+        name = "apertus-next"
+
+    fmt = object.__new__(Unlisted)
+    fmt.__dict__.update(vars(encoder.Encoder("apertus").format))
     with pytest.raises(UnknownNameError) as info:
-        profile_for(Other())  # type: ignore[arg-type]
+        profile_for(fmt)
     assert info.value.code == "E-FORMAT-UNAVAILABLE" and all(f in info.value.hint for f in PROFILES)
 
 
@@ -283,6 +395,11 @@ def test_cli_prints_the_templates(capsys):
     assert capsys.readouterr().out == encoder.Encoder("openchatml-2.2").chat_template()
     assert _run_cli(["template", "--format", "harmony", "--training", "--cot", "keep-all"]) == 0
     assert capsys.readouterr().out == encoder.Encoder("harmony", cot="keep-all").chat_template(training=True)
+    for argv, training in ((["template", "--format", "apertus"], False), (["template", "--format", "apertus", "--training"], True)):
+        assert _run_cli(argv) == 0
+        out = capsys.readouterr().out
+        assert out == encoder.Encoder("apertus").chat_template(training=training)
+        assert out.startswith("{#- ocml chat template: apertus, ") and "<|assistant_start|>" in out
 
 
 def test_save_pretrained_folder_loads_offline_and_stops_where_it_should(tmp_path, monkeypatch, capsys):
@@ -323,6 +440,14 @@ def test_save_pretrained_folder_loads_offline_and_stops_where_it_should(tmp_path
     assert (hf2.eos_token, hf2.pad_token) == ("<|return|>", "<|endoftext|>")
     conv = cases(18, 1)[0]
     assert hf_call(hf2, conv, chat_template="training")["input_ids"] == again.render(conv).ids.tolist()
+
+
+def test_special_roles_of_apertus():
+    from encoder.template.save import special_roles
+
+    enc = encoder.Encoder("apertus")
+    assert special_roles(enc) == {"eos_token": "<|assistant_end|>", "pad_token": "<|endoftext|>"}
+    assert enc.stop_ids() == [enc.tokenizer.control_id(t) for t in ("<|assistant_end|>", "<|tools_suffix|>", "</s>")]
 
 
 @pytest.mark.parametrize("fmt", ["openchatml-2.2", "openchatml-2.0"])

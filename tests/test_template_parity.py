@@ -26,7 +26,7 @@ from gen import TOOL_NAMES, WORDS, harmony_conversation, schema
 
 pytest.importorskip("transformers")
 
-FORMATS = ("harmony", "openchatml-2.2", "openchatml-2.0", "chatml")
+FORMATS = ("harmony", "openchatml-2.2", "openchatml-2.0", "chatml", "apertus")
 REASONING = ("thinking", "reasoning_content", "reasoning")
 N_OPENAI = 160       # generated OpenAI/HF conversations per format
 N_NATIVE = 300       # openai-harmony to_json() conversations
@@ -146,10 +146,83 @@ def openai_conversation(rng: random.Random) -> dict[str, Any]:
     return conv
 
 
+def _apertus_call(rng: random.Random, names: list[str]) -> dict[str, Any]:
+    if rng.random() < 0.1:
+        return {"name": "display_answers", "arguments": json.dumps({"answers": [text(rng, 2)]})}
+    args: Any = {"q": text(rng, 3), "n": rng.randint(0, 9)}
+    return {"name": rng.choice(names), "arguments": args if rng.random() < 0.3 else json.dumps(args, ensure_ascii=False)}
+
+
+def _apertus_output(rng: random.Random) -> str:
+    return json.dumps({"r": text(rng, 3)}, ensure_ascii=False) if rng.random() < 0.7 else (text(rng, 3) or "ok")
+
+
+def apertus_conversation(rng: random.Random) -> dict[str, Any]:
+    """A conversation in Apertus's own shape: system ``{"text"}``, user ``{"parts"}``, assistant
+    ``{"blocks"}`` (thoughts, tool calls with inner/outer outputs, responses, ``display_answers``),
+    tool messages outside the blocks, OpenAI-style ``tool_calls`` beside blocks, ``enable_thinking``."""
+    conv: dict[str, Any] = {"date": rng.choice(["2025-01-01", "2026-11-21"])}
+    names = rng.sample(TOOL_NAMES, rng.randint(1, 3))
+    if rng.random() < 0.5:
+        conv["tools"] = [{"type": "function", "function": {"name": n, "parameters": rich_schema(rng),
+                                                           "description": rng.choice(["Does a thing.", ""])}}
+                         if rng.random() < 0.5 else {"name": n, "description": "Bare.", "parameters": rich_schema(rng)}
+                         for n in names]
+    if rng.random() < 0.3:
+        conv["enable_thinking"] = rng.random() < 0.5
+    msgs: list[dict[str, Any]] = []
+    r = rng.random()
+    if r < 0.3:
+        msgs.append({"role": "system", "content": text(rng) or "Be kind."})
+    elif r < 0.6:
+        msgs.append({"role": "system", "content": {"text": text(rng) or "Be kind."}})
+    if rng.random() < 0.1 and "tools" not in conv and "enable_thinking" not in conv:
+        msgs.append({"role": "developer", "content": "Deliberation: enabled\nTool Capabilities: disabled"})
+    for _turn in range(rng.randint(1, 3)):
+        if rng.random() < 0.5:
+            msgs.append({"role": "user", "content": text(rng)})
+        else:
+            msgs.append({"role": "user", "content": {"parts": [{"type": "text", "text": text(rng, 3)}
+                                                              for _ in range(rng.randint(1, 3))]}})
+        for _step in range(rng.randint(0, 2)):
+            blocks: list[dict[str, Any]] = []
+            for _b in range(rng.randint(0, 5)):
+                kind = rng.choice(["thoughts", "thoughts", "response", "tool_calls"])
+                if kind == "tool_calls":
+                    blocks.append({"type": kind, "calls": [_apertus_call(rng, names) for _ in range(rng.randint(1, 2))]})
+                    if rng.random() < 0.6:
+                        blocks.append({"type": "tool_outputs", "outputs": [
+                            {"output": _apertus_output(rng)} if rng.random() < 0.8 else _apertus_output(rng)
+                            for _ in range(rng.randint(1, 2))]})
+                else:
+                    blocks.append({"type": kind, "text": text(rng)})
+            a: dict[str, Any] = {"role": "assistant", "content": {"blocks": blocks}}
+            if rng.random() < 0.1:
+                a["tool_calls"] = [{"id": "c1", "type": "function", "function": _apertus_call(rng, names)}
+                                   for _ in range(rng.randint(1, 2))]
+            msgs.append(a)
+            if (blocks and blocks[-1]["type"] == "tool_calls" or "tool_calls" in a) and rng.random() < 0.7:
+                msgs += [{"role": "tool", "content": _apertus_output(rng)} for _ in range(rng.randint(1, 2))]
+    conv["messages"] = msgs
+    return conv
+
+
+def _one_developer_block(conv: dict[str, Any]) -> dict[str, Any]:
+    """Apertus has one developer block, right after the system message, and not beside tools:
+    other developer messages become system messages, later ones are dropped."""
+    msgs = [m if k or m["role"] != "developer" or "tools" not in conv else {**m, "role": "system"}
+            for k, m in enumerate(conv["messages"])]
+    return {**conv, "messages": [m for k, m in enumerate(msgs) if k == 0 or m["role"] not in ("developer", "system")]}
+
+
 def cases(seed: int, n: int, fmt: str | None = None) -> list[dict[str, Any]]:
     """``n`` generated conversations; for ``chatml`` without reasoning and with ``system`` for
-    ``developer`` (ChatML has neither)."""
+    ``developer`` (ChatML has neither); for ``apertus`` half in Apertus's own shape, all with a
+    ``date`` (``render`` defaults it to today; a template reads no clock unless asked)."""
     rng = random.Random(seed)
+    if fmt == "apertus":
+        out = [apertus_conversation(rng) if k % 2 else _one_developer_block(openai_conversation(rng)) for k in range(n)]
+        return [{"date": "2025-06-30", **c} for c in out]
     out = [openai_conversation(rng) for _ in range(n)]
     if fmt == "chatml":
         out = [{**c, "messages": [{k: ("system" if k == "role" and v == "developer" else v) for k, v in m.items()

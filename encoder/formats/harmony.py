@@ -24,11 +24,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ..adapters import ChatStyle
+from ..adapters import ChatStyle, with_fields
 from ..errors import CallSchemaError, InputError
 from ..messages import Conversation, Message, Options
 from ..pieces import CTL, TXT, MessagePlan, Piece
-from ..sections import SECTIONS
+from ..sections import SECTIONS, content_key
 from .base import Format, PlanContext
 from .harmony_sections import (
     DeveloperContent,
@@ -75,7 +75,7 @@ class HarmonyFormat(Format):
             if conv.options.wants_system and not has_system:
                 out = _synthesize(out, conv.options)
         # Harmony headers have no call_id / intent (gpt-oss never saw them): dropped, not rendered.
-        out = [m.with_(call_id=None, intent=None) if (m.call_id or m.intent) else m for m in out]
+        out = [with_fields(m, call_id=None, intent=None) if (m.call_id or m.intent) else m for m in out]
         return Conversation(tuple(out), conv.options, chat=conv.chat)
 
     def is_final(self, m: Message) -> bool:
@@ -131,8 +131,8 @@ def _synthesize(msgs: list[Message], opt: Options, chat: bool = False) -> list[M
         if chat:
             break
     if chat:
-        rest = [m.with_(role="developer") if m.role == "system" else m for m in rest]
-    out = list(_head(opt, lead, lead_source if lead else None))
+        rest = [with_fields(m, role="developer") if m.role == "system" else m for m in rest]
+    out = _head(opt, lead, lead_source if lead else None)
     existing_dev = [m for m in rest if m.role == "developer" and isinstance(m.structured, DeveloperContent)]
     if existing_dev and len(out) > 1:
         raise InputError("options would create a developer message, but the conversation already has one",
@@ -140,18 +140,24 @@ def _synthesize(msgs: list[Message], opt: Options, chat: bool = False) -> list[M
     return out + rest
 
 
-def _head(opt: Options, lead: list[str], source: int | None) -> tuple[Message, ...]:
-    """The system (and developer) messages built from ``opt`` and the leading text, once per
-    content: a shared tool set and system prompt is built, and its ids encoded, once
-    (``encoder.sections``; the key's ``repr`` of the tools costs a fraction of encoding them)."""
-    tools = repr(opt.tools) if opt.tools else None
-    key = ("harmony-head", opt.model_identity, opt.reasoning_effort, opt.date, opt.knowledge_cutoff,
-           opt.builtin_tools, opt.instructions, tools, tuple(lead), source)
-    weight = 64 + len(tools or "") + sum(map(len, lead)) + len(opt.instructions or "")
-    return SECTIONS.intern(key, weight, lambda: _build_head(opt, lead, source))
+def _head(opt: Options, lead: list[str], source: int | None) -> list[Message]:
+    """The system (and developer) messages built from ``opt`` and the leading text, each once per
+    content (``encoder.sections``): a shared tool set and system prompt is built and its ids
+    encoded once; the system header alone (options only) is shared even by conversations that
+    each have their own tools.  Keys cost a fraction of encoding (``content_key`` of the tools)."""
+    skey = ("harmony-system", opt.model_identity, opt.reasoning_effort, opt.date, opt.knowledge_cutoff,
+            opt.builtin_tools)
+    out = [SECTIONS.intern(skey, 64, lambda: _system(opt))]
+    instructions = "\n\n".join(x for x in ([opt.instructions] if opt.instructions else []) + lead if x)
+    if instructions or opt.tools:
+        tools = content_key(opt.tools) if opt.tools else None
+        dkey = ("harmony-developer", instructions, tools, source)
+        out.append(SECTIONS.intern(dkey, 64 + len(tools or "") + len(instructions),
+                                   lambda: _developer(opt, instructions, source)))
+    return out
 
 
-def _build_head(opt: Options, lead: list[str], source: int | None) -> tuple[Message, ...]:
+def _system(opt: Options) -> Message:
     kw: dict[str, object] = {}
     if opt.model_identity is not None:
         kw["model_identity"] = opt.model_identity
@@ -163,13 +169,13 @@ def _build_head(opt: Options, lead: list[str], source: int | None) -> tuple[Mess
         kw["knowledge_cutoff"] = opt.knowledge_cutoff
     if opt.builtin_tools:
         kw["tools"] = {name: builtin_namespace(name) for name in opt.builtin_tools}
-    out = [Message(role="system", structured=SystemContent(**kw))]  # type: ignore[arg-type]
-    instructions = "\n\n".join(x for x in ([opt.instructions] if opt.instructions else []) + lead if x)
+    return Message(role="system", structured=SystemContent(**kw))  # type: ignore[arg-type]
+
+
+def _developer(opt: Options, instructions: str, source: int | None) -> Message:
     fn_tools = tuple(ToolDescription(t["name"], t["description"], t["parameters"]) for t in (opt.tools or ()))
-    if instructions or fn_tools:
-        dc = DeveloperContent(
-            instructions=instructions or None,
-            tools={"functions": ToolNamespace("functions", None, fn_tools)} if fn_tools else None,
-        )
-        out.append(Message(role="developer", structured=dc, source=source))
-    return tuple(out)
+    dc = DeveloperContent(
+        instructions=instructions or None,
+        tools={"functions": ToolNamespace("functions", None, fn_tools)} if fn_tools else None,
+    )
+    return Message(role="developer", structured=dc, source=source)

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from encoder.formats.harmony_schema import json_schema_to_typescript, rust_lines
-from encoder.sections import SECTIONS
+from encoder.sections import SECTIONS, content_key
 from vocab.errors import DependencyError, InputError, UnknownNameError
 
 __all__ = [
@@ -124,6 +124,22 @@ def parse_reasoning_effort(value: Any, field_name: str = "reasoning_effort") -> 
     )
 
 
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def _copy_json(value: Any) -> Any:
+    """``copy.deepcopy`` for JSON data (dicts, lists, atoms) at a fraction of its cost (no memo);
+    anything else is handed to ``copy.deepcopy``."""
+    t = type(value)
+    if t is dict:
+        return {k: v if type(v) in _ATOMS else _copy_json(v) for k, v in value.items()}
+    if t is list:
+        return [v if type(v) in _ATOMS else _copy_json(v) for v in value]
+    if t in _ATOMS:
+        return value
+    return copy.deepcopy(value)
+
+
 # ---------------------------------------------------------------------------
 # data model
 # ---------------------------------------------------------------------------
@@ -175,13 +191,13 @@ class ToolDescription:
         return cls(
             name=name,  # type: ignore[arg-type]
             description=desc,
-            parameters=None if params is None else copy.deepcopy(dict(params)),
+            parameters=None if params is None else _copy_json(dict(params)),
         )
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "description": self.description}
         if self.parameters is not None:
-            out["parameters"] = copy.deepcopy(self.parameters)
+            out["parameters"] = _copy_json(self.parameters)
         return out
 
 
@@ -306,7 +322,10 @@ class ChannelConfig:
 
 
 def _default_channel_config() -> ChannelConfig:
-    return ChannelConfig(valid_channels=DEFAULT_CHANNELS, channel_required=True)
+    return _DEFAULT_CHANNEL_CONFIG  # frozen, all fields immutable: one instance serves every SystemContent
+
+
+_DEFAULT_CHANNEL_CONFIG = ChannelConfig(valid_channels=DEFAULT_CHANNELS, channel_required=True)
 
 
 def _parse_tools(value: Any, field_name: str = "tools") -> dict[str, ToolNamespace] | None:
@@ -477,11 +496,11 @@ def interned_content(kind: Literal["system_content", "developer_content"],
                      item: Mapping[str, Any]) -> SystemContent | DeveloperContent:
     """An openai-harmony ``system_content`` / ``developer_content`` item, read once per content:
     equal items give the same (interned) object, whose ids the renderer then caches
-    (``encoder.sections``).  The key is the item's ``repr``: several times cheaper than
-    reading the item (deep copies) and encoding its text again."""
+    (``encoder.sections``).  The key (``content_key``) costs a fraction of reading the item
+    (deep copies) and encoding its text again."""
     body = {k: v for k, v in item.items() if k != "type"}
     cls = SystemContent if kind == "system_content" else DeveloperContent
-    key = repr(body)
+    key = content_key(body)
     return SECTIONS.intern((kind, key), len(key), lambda: cls.from_dict(body))  # type: ignore[no-any-return]
 
 

@@ -41,7 +41,6 @@ PACKED_COLUMNS: dict[str, pa.DataType] = {
 }
 OVERLONG_CODE = "E-PACK-OVERLONG"  # a document left out by overlong="drop"
 
-
 #: Rows that failed: the code (``E-...``) and the full message (index, field, hint).
 ERROR_COLUMNS: dict[str, pa.DataType] = {"error_code": pa.string(), "error": pa.string()}
 

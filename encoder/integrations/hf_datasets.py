@@ -6,7 +6,9 @@
     packed = pack_dataset(ok, seq_len=4096, encoder="harmony")  # TRL's padding-free columns
 
 Both are thin wrappers around ``ds.map`` with the picklable callables ``OcmlRender`` /
-``OcmlPack`` (use those directly for ``IterableDataset.map`` or your own ``map`` options).
+``OcmlPack`` (use those directly for your own ``map`` options; a streaming
+``IterableDataset`` must be Arrow-formatted first, ``ids.with_format("arrow").map(...)``,
+since its ``map`` only takes Arrow tables back from Arrow batches).
 The render function's cache fingerprint is its recipe (format, tokenizer name + vocabulary
 hash, options, ocml version), so a rerun with the same options reuses ``datasets``' cache.
 """
@@ -21,7 +23,7 @@ import pyarrow as pa
 from vocab.errors import require
 
 from ..errors import InputError
-from ..pack import DEFAULT_WINDOW, Overlong
+from ..pack import Overlong
 from .columns import PACKED_COLUMNS
 from .pack_stage import OcmlPack, TablePacker, pad_encoder
 from .render_stage import OcmlRender
@@ -94,4 +96,4 @@ def _empty() -> pa.Table:
     return pa.table({k: pa.array([], t) for k, t in PACKED_COLUMNS.items()})
 
 
-__all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_WINDOW", "OcmlPack", "OcmlRender", "pack_dataset", "render_dataset"]
+__all__ = ["DEFAULT_BATCH_SIZE", "OcmlPack", "OcmlRender", "pack_dataset", "render_dataset"]

@@ -25,9 +25,9 @@ import pyarrow as pa
 from ..encoder import Encoder
 from ..errors import InputError, OcmlError, UnknownNameError
 from ..pipeline.readers import Chunk, Kind, Position, columns_for
+from ..pipeline.run import ocml_version
 from ..pipeline.workers import Rendered, RenderSpec, render_chunk
 from . import batches
-from ..pipeline.run import ocml_version
 from .columns import ERROR_COLUMNS, RENDER_COLUMNS, error_columns
 
 _BATCH_SOURCE = SimpleNamespace(display="the batch")  # ``columns_for`` names its source in errors
@@ -38,8 +38,9 @@ class OcmlRender:
 
     ``encoder``: an ``Encoder``, or a format name built with ``tokenizer`` and
     ``encoder_options`` (``mask``, ``cot``, ``validate_bodies``...: ``Encoder``'s keywords).
-    Renders in ``train`` mode, like ``ocml pack``.  ``messages_field`` / ``tools_field``: the record's columns (see
-    ``encoder.pipeline.records``); ``json_field``: a column holding each whole record as JSON
+    Renders in ``train`` mode, like ``ocml pack``.  ``messages_field`` / ``tools_field``: the
+    record's columns (see ``encoder.pipeline.records``; null keys in a struct-typed tools
+    column are dropped, see ``batches.records``); ``json_field``: a column holding each whole record as JSON
     text instead (``ray.data.read_text`` lines: no Arrow schema is inferred, so records of
     mixed shapes stay exactly as written).  ``outputs``: any of ``input_ids``, ``labels``
     (ids where trained, -100 elsewhere), ``assistant_masks`` (0/1), ``message_index``,

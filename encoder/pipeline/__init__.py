@@ -8,5 +8,6 @@ files; ``workers`` renders them in processes; ``shards`` writes output atomicall
 from __future__ import annotations
 
 from .records import conversation_from_record
+from .run import PackOptions, RunResult, run
 
-__all__ = ["conversation_from_record"]
+__all__ = ["PackOptions", "RunResult", "conversation_from_record", "run"]

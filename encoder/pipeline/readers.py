@@ -232,9 +232,9 @@ def columns_for(source: Source, schema_names: Sequence[str], messages_field: str
     wanted = [messages_field, tools_field, "conversations", "messages", "tools", *OPTION_COLUMNS]
     cols = [c for c in dict.fromkeys(wanted) if c in schema_names]
     if messages_field not in cols and "conversations" not in cols:
-        from .records import _close
+        from .records import looks_like
 
-        near = [c for c in schema_names if _close(c, messages_field)]
+        near = [c for c in schema_names if looks_like(c, messages_field)]
         raise InputError(f"{source.display} has no column {messages_field!r} (columns: {list(schema_names)[:12]})",
                          code="E-INPUT-FIELD", field=messages_field,
                          hint=f"pass --messages-field {near[0]}" if near else "pass --messages-field COLUMN")

@@ -51,7 +51,7 @@ def conversation_from_record(record: Mapping[str, Any], *, messages_field: str =
     elif SHAREGPT_FIELD in record and messages_field == "messages":
         messages = sharegpt_messages(_decoded(record[SHAREGPT_FIELD], SHAREGPT_FIELD))
     else:
-        near = sorted(k for k in record if isinstance(k, str) and _close(k, messages_field))
+        near = sorted(k for k in record if isinstance(k, str) and looks_like(k, messages_field))
         hint = (f"found {near[0]!r}: a typo in the data, or pass --messages-field {near[0]}" if near
                 else f"columns present: {sorted(map(str, record))[:8]}; use --messages-field to name the messages column")
         raise InputError(f"record has no {messages_field!r} field", field=messages_field, hint=hint)
@@ -127,7 +127,7 @@ def _decoded(value: Any, field: str) -> Any:
     return value
 
 
-def _close(a: str, b: str) -> bool:
+def looks_like(a: str, b: str) -> bool:
     """Likely a typo of ``b``: same letters give or take one (e.g. ``mesages``, ``Messages``)."""
     a, b = a.lower(), b.lower()
     if a == b:

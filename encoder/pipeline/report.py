@@ -75,7 +75,8 @@ class LengthHistogram:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig, ax = plt.subplots(figsize=(8, 4.2), dpi=110)
+        fig, ax = plt.subplots(figsize=(8, 4.2), dpi=100)
+        fig.subplots_adjust(left=0.08, right=0.98, top=0.92, bottom=0.12)  # fixed: tight_layout costs a draw
         nz = np.flatnonzero(self.counts)
         if nz.size:
             lo, hi = max(1, int(nz[0])), int(nz[-1]) + 1
@@ -97,7 +98,6 @@ class LengthHistogram:
         ax.set_title(title, fontsize=10)
         ax.grid(axis="y", alpha=0.3)
         ax.legend(frameon=False)
-        fig.tight_layout()
         tmp = path.with_name("." + path.name + ".tmp.png")
         fig.savefig(tmp)
         plt.close(fig)

@@ -31,7 +31,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -51,7 +51,9 @@ OUTPUTS = ("parquet", "npy")
 LOC_BITS = 40           # document index = source << 40 | location (what the packer reports back)
 WRITE_TOKENS = 1 << 20  # tokens converted / written at a time (bounds the conversion copies)
 SHOW_ERRORS = 10        # bad records printed as they come; all go to errors.jsonl
-FAULT_ENV = "OCML_PACK_FAULT"  # test hook: "shard:N" / "progress:N" -> SIGKILL at that point
+# Test hook: "shard:N" (shard N renamed, progress not yet saved), "progress:N" (saved), "epoch:N"
+# (epoch N's rows handed to the writer: mid-shard, temporary files open) -> SIGKILL there.
+FAULT_ENV = "OCML_PACK_FAULT"
 
 
 class StrictStop(OcmlError):
@@ -84,7 +86,8 @@ class PackOptions:
     overwrite: bool = False
     progress: bool | None = None     # None = when stderr is a terminal
     chunk_records: int = 256
-    epoch_tokens: int = 1 << 23
+    epoch_tokens: int = 1 << 22
+    plot: bool = True                # write lengths.png (matplotlib costs ~0.3 s a run)
 
     def output_key(self, enc: Any) -> dict[str, Any]:
         """The options the output depends on (part of the fingerprint; workers / progress /
@@ -193,7 +196,7 @@ def _prepare_out(out: Path, fp: str, overwrite: bool) -> dict[str, Any] | None:
             raise InputError(f"{out} holds the output of a different input or options", code="E-OUT-MISMATCH",
                              field="--out", hint="use a new --out, or --overwrite to replace it")
         return progress
-    if out.exists() and any(out.iterdir()):
+    if out.exists() and not overwrite and any(out.iterdir()):
         raise InputError(f"{out} is not empty and holds no ocml pack run", code="E-OUT", field="--out",
                          hint="use a new or empty --out, or --overwrite (removes only ocml's files there)")
     (out / STATE_DIR).mkdir(parents=True, exist_ok=True)
@@ -253,6 +256,7 @@ class _Run:
         self.checkpoints: list[Checkpoint] = [Checkpoint(**ck) if ck else self._checkpoint(first)]
         self.packer = self._new_packer() if opts.pack else None
         self.epoch_tokens = 0
+        self.epochs = 0
 
     def _new_packer(self) -> Any:
         from ..pack import Packer
@@ -345,6 +349,8 @@ class _Run:
             self.packer = self._new_packer()
         self.epoch_tokens = 0
         self.checkpoints.append(self._checkpoint(end))
+        self.epochs += 1
+        _fault("epoch", self.epochs)
 
     def finish(self) -> int:
         self._end_epoch(Position(len(self.sources), 0, 0))
@@ -375,8 +381,6 @@ def run(opts: PackOptions, log: IO[str] | None = None) -> RunResult:
     spec = RenderSpec(opts.messages_field, opts.tools_field, message_index=opts.overlong == "truncate")
     chunks = iter_chunks(sources, messages_field=opts.messages_field, tools_field=opts.tools_field,
                          start=state.start, chunk_records=opts.chunk_records)
-    bar = _bar(opts, sources, log, state.counters.records)
-    state.live = bar is not None
     ends: dict[int, Position] = {}
 
     def tracked() -> Iterator[Any]:
@@ -384,8 +388,11 @@ def run(opts: PackOptions, log: IO[str] | None = None) -> RunResult:
             ends[ch.seq] = ch.end
             yield ch
 
+    bar = None
     try:
-        with RenderPool(enc, spec, state.workers) as pool:
+        with RenderPool(enc, spec, state.workers) as pool:  # before the bar: its thread would block fork
+            bar = _bar(opts, sources, log, state.counters.records)
+            state.live = bar is not None
             for r in pool.map(tracked()):
                 state.consume(r, ends.pop(r.seq))
                 if bar is not None:
@@ -465,7 +472,8 @@ def _final_report(opts: PackOptions, enc: Any, state: _Run, sources: list[Source
                    "resumed_from_shard": state.resumed_shards},
     }
     title = f"{c.documents:,} documents, {enc.format_name}" + (f", seq_len {opts.seq_len:,}" if opts.seq_len else "")
-    state.hist.plot(out / "lengths.png", opts.seq_len, title)
+    if opts.plot:
+        state.hist.plot(out / "lengths.png", opts.seq_len, title)
     manifest = {
         "ocml_version": ocml_version(), "fingerprint": state.fp, "format": enc.format_name,
         "tokenizer": {"name": enc.tokenizer.name, "vocab_hash": enc.tokenizer.fingerprint,
@@ -494,4 +502,4 @@ def _doc_where(state: _Run, index: int) -> dict[str, Any]:
     return {"file": src.display, src.kind.location: index & ((1 << LOC_BITS) - 1)}
 
 
-__all__ = ["PackOptions", "RunResult", "StrictStop", "run", "replace"]
+__all__ = ["PackOptions", "RunResult", "StrictStop", "run"]

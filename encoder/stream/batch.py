@@ -73,7 +73,8 @@ per row about 0.2 µs is the ``Delta`` allocation and most of the rest the call 
   anything else touches that row's decoder:
   a slow feed, ``finish``, ``decoder(row)``.
 * **Everything else** - headers, controls, stop ids, split UTF-8, bytes that may start a
-  control or stop string, bad ids - goes to the row's own ``StreamDecoder.feed([id])``,
+  control or stop string, bad ids, the first text id after a control with a tokenizer
+  ``run_prefix`` (the scanner drops the prefix there) - goes to the row's own ``StreamDecoder.feed([id])``,
   after which the row's lane is re-read (``lean_table``, ``fm.channel``, ``fm.visible``).
 
 Two step paths do the above: a Python loop over the rows (default below

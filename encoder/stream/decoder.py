@@ -32,6 +32,11 @@ Semantics
   its content.  No U+FFFD comes from a character split over tokens (the scanner holds
   an incomplete code point back); a valid prefix of a character cut by a control or by
   the end of the stream becomes one U+FFFD, as in ``Encoder.parse``.
+* **Run prefix**: with a tokenizer that puts ``Tokenizer.run_prefix`` before every text run
+  (SentencePiece ``\u2581``), the prefix is dropped at the start of the stream and after
+  every control / special / invalid id, exactly where ``Encoder.parse`` drops it (the
+  scanner does it, see ``encoder.stream.scanner`` "Run prefix"): no content starts with
+  the tokenizer's space.
 * **Stops**: ``<|return|>`` and ``<|call|>`` (as ids, or as text in fallback mode) are
   the sampler stop tokens: after them the decoder emits ``Stop(reason="return"|"call")``
   and stops.  If such a token does not terminate a message (e.g. ``<|return|>`` after
@@ -181,7 +186,8 @@ def tables_for(enc: Encoder, stop_strings: Sequence[str] = ()) -> ScannerTables:
         shared = next(iter(cache.values()), None)
         t = ScannerTables(tok.token_bytes_table, n, control_ids=control_ids, other_special_ids=specials,
                           text_controls=text_controls, escapable=bool(text_controls), stop_strings=key,
-                          literal_controls=_LITERAL, token_text=None if shared is None else shared.token_text)
+                          literal_controls=_LITERAL, token_text=None if shared is None else shared.token_text,
+                          run_prefix=getattr(tok, "run_prefix", b""))  # dropped where Encoder.parse drops it
         cache[key] = t
     return t
 

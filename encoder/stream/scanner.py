@@ -93,6 +93,23 @@ Matching rules (decided; see the decoding note §3.1 and the formats note §8)
   is exact only if nothing after the ``<|literal|>`` control was fed yet
   (bytes already held back are re-scanned under the new mode).
 
+Run prefix
+----------
+Tokenizers with a ``run_prefix`` (SentencePiece models that prepend ``\u2581`` to
+every text run; ``ScannerTables(run_prefix=...)``) put those bytes at the start of
+the stream and after every id that is not text; they are not content.  The scanner
+drops them exactly where ``Encoder.parse`` does: from the ordinary bytes that follow
+the start of the stream or a ``Control`` / ``Special`` / ``InvalidId`` *of an id*
+(also inside a literal block), never after a control spelled as text.  The prefix
+may be split over tokens (a token that is exactly the prefix, or part of it): its
+bytes are held until they are known to be the whole prefix (dropped) or not (then
+they are ordinary text, scanned as such).  A boundary before the prefix is complete
+ends the attempt: the held bytes are text.  The run keeps the index of the token
+where the prefix started (``Encoder.parse`` reports the run there too).  The state
+"at a run start" is ``_state < 0`` (``-1 - held bytes``), so every fast path, which
+requires ``_state == 0``, is skipped for that one token and nothing else costs
+anything: without a run prefix the state is never negative.
+
 Holdback
 --------
 The scanner holds back exactly the longest suffix of the unreleased bytes that
@@ -434,6 +451,12 @@ class ScannerTables:
         ``token_texts(token_bytes)`` of this same vocabulary, ``n_vocab``
         entries, to share the decoded strings between profiles (built if
         omitted).  Entries of non-ordinary ids are never used.
+    run_prefix:
+        ``Tokenizer.run_prefix``: bytes the tokenizer puts at the start of every
+        text run that are not content (SentencePiece ``\u2581``).  The scanner
+        drops them at the start of the stream and after every non-text atom of
+        an id (``Control(via_id=True)``, ``Special``, ``InvalidId``), as
+        ``Encoder.parse`` does (see "Run prefix" in the module docstring).
     """
 
     def __init__(
@@ -449,6 +472,7 @@ class ScannerTables:
         literal_controls: Optional[tuple[str, str]] = _DEFAULT_LITERAL,
         auto_literal: bool = True,
         token_text: Optional[list[Optional[str]]] = None,
+        run_prefix: bytes = b"",
     ) -> None:
         t0 = time.perf_counter()
         control_ids = dict(control_ids or {})
@@ -485,6 +509,11 @@ class ScannerTables:
                 raise ValueError(f"literal open {literal_controls[0]!r} without close {literal_controls[1]!r}")
             self.literal_open, self.literal_close = literal_controls
         self.auto_literal: bool = auto_literal
+        if not isinstance(run_prefix, bytes):
+            raise TypeError(f"run_prefix must be bytes, got {type(run_prefix).__name__}")
+        self.run_prefix: bytes = run_prefix
+        #: ``Scanner._state`` at a run start: -1 (the "run prefix" state) with a run prefix, else 0
+        self.run_start_state: int = -1 if run_prefix else 0
 
         # Per-id kind and bytes.  Non-ordinary ids get b"" so that the table
         # build never reads their bytes.
@@ -564,7 +593,8 @@ class Scanner:
         """Forget everything: normal mode, root state, token index 0."""
         self._mt: _Mode = self.tables.normal
         self._literal: bool = False
-        self._state: int = 0  # AC state; len(self._pend) == depth[state]
+        # AC state, len(self._pend) == depth[state]; < 0: at a run start (see "Run prefix")
+        self._state: int = self.tables.run_start_state
         self._pend: bytes = b""  # AC holdback
         self._pend_tok0: int = -1  # token of _pend[0] (exact while no text released)
         self._carry: bytes = b""  # incomplete UTF-8 tail, already released by AC
@@ -574,7 +604,9 @@ class Scanner:
 
     @property
     def pending(self) -> bytes:
-        """Bytes fed but not yet emitted: incomplete UTF-8 + AC holdback."""
+        """Bytes fed but not yet emitted: incomplete UTF-8 + AC holdback (or held run-prefix bytes)."""
+        if self._state < 0:
+            return self.tables.run_prefix[:-1 - self._state]
         return self._carry + self._pend
 
     @property
@@ -730,6 +762,8 @@ class Scanner:
     def finish(self) -> list[Atom]:
         """Flush held bytes as text (UTF-8 with replacement), then reset."""
         atoms: list[Atom] = []
+        if self._state < 0:
+            self._end_run_start(atoms)
         self._flush_pend()
         self._emit(atoms, True)
         self.reset()
@@ -749,7 +783,10 @@ class Scanner:
             raise ValueError("this profile has no literal blocks")
         atoms: list[Atom] = []
         pend, tok0 = self._pend, self._pend_tok0
+        run_start = min(self._state, 0)  # (nothing is in _pend then)
         self._set_mode(on)
+        if run_start:
+            self._state = run_start
         if pend:
             self._scan(pend, tok0, atoms)
         if self._parts:
@@ -802,8 +839,13 @@ class Scanner:
         t = self.tables
         k = t._kind[tok] if 0 <= tok < t.n_vocab else _INVALID
         if k == _ORDINARY:
-            self._scan(t._tb[tok], i, atoms)
+            if self._state < 0:
+                self._run_start(t._tb[tok], i, atoms)
+            else:
+                self._scan(t._tb[tok], i, atoms)
             return
+        if self._state < 0:
+            self._end_run_start(atoms)
         self._flush_pend()
         self._emit(atoms, True)
         if k == _CONTROL:
@@ -812,6 +854,33 @@ class Scanner:
             atoms.append(Special(tok, i))
         else:
             atoms.append(InvalidId(tok, i))
+        self._state = t.run_start_state  # a text run starts after any id that is not text
+
+    def _run_start(self, b: bytes, i: int, atoms: list[Atom]) -> None:
+        """Token ``i`` (bytes ``b``) at a run start (``_state < 0``): drop the run prefix."""
+        rp = self.tables.run_prefix
+        held = -1 - self._state  # bytes of the prefix already seen (earlier tokens)
+        need = rp[held:]
+        if b.startswith(need):  # the prefix is complete: not content
+            self._state = 0
+            if self._run_tok < 0:
+                self._run_tok = self._pend_tok0 if held else i
+            if len(b) > len(need):
+                self._scan(b[len(need):], i, atoms)
+        elif need.startswith(b):  # a part of the prefix: hold it
+            if not held:
+                self._pend_tok0 = i
+            self._state -= len(b)
+        else:  # not the prefix: what was held is text
+            self._end_run_start(atoms)
+            self._scan(b, i, atoms)
+
+    def _end_run_start(self, atoms: list[Atom]) -> None:
+        """Leave the run-start state; held prefix bytes (it did not complete) are text."""
+        held = -1 - self._state
+        self._state = 0
+        if held:
+            self._scan(self.tables.run_prefix[:held], self._pend_tok0, atoms)
 
     def _control(self, name: str, i: int, via_id: bool, atoms: list[Atom]) -> None:
         t = self.tables

@@ -33,13 +33,13 @@ _HEADER = """{#- ocml chat template: %(format)s, %(variant)s variant (generated 
   Gives token for token what ocml's render() gives: add_generation_prompt=true is
   render(mode="prompt"), false is render(mode="train") (the last final answer ends in
   %(return_token)s)%(training_note)s.
-  Messages: canonical ocml dicts (role, content, channel, recipient/to, call_id, name, intent,
-  content_type, constrain, train), OpenAI/HF dicts (tool_calls, tool_call_id, thinking /
-  reasoning_content) and openai-harmony's Conversation.to_json() messages.
-  Variables: tools, date (or conversation_start_date), reasoning_effort, model_identity,
-  knowledge_cutoff, instructions, builtin_tools; cot (default here: %(cot)s) and shape
-  (auto | chat | native; default here: %(shape)s).  No date is written unless given;
-  date_from_clock=true writes today's date (strftime_now) when none is.
+  Messages: the dicts render() accepts: canonical ocml dicts (role, content, channel,
+  recipient/to, call_id, name, intent, content_type, constrain, train), OpenAI/HF dicts
+  (tool_calls, tool_call_id, thinking / reasoning_content, weight), openai-harmony's
+  Conversation.to_json() messages.  Variables, where the format uses them: tools, date (or
+  conversation_start_date), reasoning_effort, model_identity, knowledge_cutoff, instructions,
+  builtin_tools; cot (default here: %(cot)s); shape (auto | chat | native; here: %(shape)s).
+  No date is written unless given; date_from_clock=true writes today's (strftime_now).
   Known limits (README, "Chat templates"): control-token text inside content becomes control
   tokens on this text path (ocml's own render keeps it text); several text items in one
   content are joined, so BPE may merge across them where ocml encodes each on its own. -#}
@@ -137,6 +137,7 @@ def chat_template(enc: Encoder, training: bool = False) -> str:
         head
         + "{%- set ocml_profile = " + _literal(profile) + " -%}\n"
         + "{%- set ocml_defaults = " + _literal(defaults) + " -%}\n"
-        + "{%- set ocml_builtin_namespaces = " + _literal(builtin_namespaces()) + " -%}\n"
+        + "{%- set ocml_builtin_namespaces = " + _literal(builtin_namespaces() if "channels.jinja" in row.sources else {})
+        + " -%}\n"
         + (train if training else inference)
     )

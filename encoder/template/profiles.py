@@ -1,7 +1,9 @@
 """What the Jinja sources need to know about each format: a table, one row per format.
 
 The rows say how a format writes a header and which of ``normalize``'s rules apply; the
-rules themselves live once, in ``conversation.jinja`` / ``render.jinja``.  Values that a
+rules themselves live once, in the Jinja sources (``messages.jinja``: input shapes;
+``channels.jinja`` / ``channels_render.jinja``: Harmony and OpenChatML 2.x; ``chatml.jinja``;
+``apertus.jinja``).  Values that a
 ``Format`` object already knows (return token, generation prompt, Harmony's
 ``recipient_after_channel``, ``chat_style``) are read from it, not repeated here.
 """
@@ -22,7 +24,8 @@ CHANNEL_SOURCES = ("schema.jinja", "sections.jinja", "messages.jinja", "channels
 @dataclass(frozen=True, slots=True)
 class TemplateProfile:
     #: "harmony" (role | :name | to= | channel | " <|constrain|>"), "openchatml" (attrs, channel,
-    #: constrain) or "chatml" (``<|im_start|>role[ name=x]\n``)
+    #: constrain), "chatml" (``<|im_start|>role[ name=x]\n``) or "apertus" (``<|user_start|>``;
+    #: also turns on Apertus mapping content in ``messages.jinja``)
     header: str
     #: the Jinja files of this package that make the template: macros first, then top-level code
     sources: tuple[str, ...] = CHANNEL_SOURCES
@@ -50,6 +53,7 @@ PROFILES: dict[str, TemplateProfile] = {
         tool_name_from_calls=True,
     ),
     "chatml": TemplateProfile(header="chatml", sources=("messages.jinja", "chatml.jinja"), tool_name_required=False),
+    "apertus": TemplateProfile(header="apertus", sources=("messages.jinja", "apertus.jinja"), tool_name_required=False),
     "openchatml-2.0": TemplateProfile(
         header="openchatml", attrs=(("recipient", "to"), ("name", "name")), constrain=False,
         tool_name_from_calls=True,
