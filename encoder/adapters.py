@@ -311,6 +311,35 @@ def _opt_str(raw: Mapping[str, Any], key: str, index: int) -> str | None:
 _FAST_KEYS = frozenset({"role", "content", "channel", "recipient", "name"})
 
 
+_HARMONY_KEYS = frozenset({"role", "name", "content", "channel", "recipient", "content_type"})
+
+
+def _harmony_message(raw: dict[str, Any], index: int, style: ChatStyle | None) -> Message | None:
+    """Fast path for openai-harmony's ``to_json()`` messages (every header key, null when unset;
+    content one text item): exactly the general path's message, or None to take that path."""
+    role = raw.get("role")
+    if type(role) is not str or not role or (role == "tool" and style is not None):
+        return None  # chat tool replies are rewritten by the general path
+    content = raw.get("content")
+    if type(content) is not str:
+        if not (type(content) is list and len(content) == 1 and type(content[0]) is dict
+                and content[0].get("type", "text") in _TEXT_ITEMS and type(content[0].get("text")) is str):
+            return None
+        content = content[0]["text"]
+    name, channel, recipient, ctype = raw.get("name"), raw.get("channel"), raw.get("recipient"), raw.get("content_type")
+    for v in (name, channel, recipient, ctype):
+        if v is not None and type(v) is not str:
+            return None
+    constrain = None
+    if ctype is not None and ctype.startswith(CONSTRAIN_PREFIX):
+        ctype, constrain = None, ctype[len(CONSTRAIN_PREFIX):]
+    channel = channel or None
+    if channel is None and style is not None and role == "assistant":
+        channel = style.answer_channel
+    return new_message(role, content, channel, recipient or None, None, name, None, ctype, constrain, None, None,
+                       None, index, "content")
+
+
 def _message(raw: Mapping[str, Any], index: int, calls: _Calls, style: ChatStyle | None) -> list[Message]:
     """One input message -> one or more messages; ``style`` is None for native conversations."""
     # Fast path (most training data): a plain dict of strings with canonical keys, not a tool reply.
@@ -326,6 +355,10 @@ def _message(raw: Mapping[str, Any], index: int, calls: _Calls, style: ChatStyle
                     channel = style.answer_channel
                 return [new_message(role, raw.get("content", ""), channel, raw.get("recipient") or None, None,
                                     raw.get("name"), None, None, None, None, None, None, index, "content")]
+    if type(raw) is dict and raw.keys() <= _HARMONY_KEYS:
+        fast = _harmony_message(raw, index, style)
+        if fast is not None:
+            return [fast]
     role = raw.get("role")
     if not isinstance(role, str) or not role:
         raise InputError("message has no role", index=index, field="role",

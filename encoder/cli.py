@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -216,14 +217,17 @@ def _add_pack(sub: Any) -> None:
     from .masks import NAMED_MASKS
     from .messages import CotPolicy
 
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    from .pipeline.workers import default_workers
+
+    cpus = default_workers()
     p = sub.add_parser(
         "pack", help="render + pack datasets into training shards (Parquet for TRL, .npy)",
-        description="Render every conversation of the inputs with exact loss masks, pack them into rows of "
-                    "--seq-len tokens and write Parquet shards (TRL columns: input_ids, labels, position_ids, "
-                    "seq_lengths) and/or memmap-able .npy shards, plus DIR/manifest.json, DIR/report.json, "
-                    "DIR/lengths.png and DIR/errors.jsonl (bad records by file and line). Rerunning the same "
-                    "command after an interruption resumes from the last complete shard.",
+        description=textwrap.fill(
+            "Render every conversation of the inputs with exact loss masks, pack them into rows of --seq-len "
+            "tokens and write Parquet shards (TRL columns: input_ids, labels, position_ids, seq_lengths) and/or "
+            "memmap-able .npy shards, plus DIR/manifest.json, DIR/report.json, DIR/lengths.png, DIR/errors.jsonl "
+            "(bad records by file and line) and DIR/overlong.jsonl. Rerunning the same command after an "
+            "interruption resumes from the last complete shard.", 79),
         epilog=EPILOG + "\nexample:\n  ocml pack examples/sample --seq-len 4096 --out packed/\n",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("inputs", nargs="+", metavar="INPUT",
@@ -267,7 +271,7 @@ def _add_pack(sub: Any) -> None:
                    help="one row per conversation (input_ids, labels, assistant_masks), for packing at load time")
     p.add_argument("--window", type=int, default=100_000, metavar="DOCS",
                    help="documents per best-fit-decreasing window (default %(default)s); the packer is also "
-                        "flushed every 8 Mi tokens, which bounds memory")
+                        "flushed every 4 Mi tokens, which bounds memory (~240 MB in the main process)")
     p.add_argument("--pad-id", type=int, default=None, metavar="ID",
                    help="padding id in .npy rows (default: the tokenizer's pad / <|endoftext|>, else the format's "
                         "end token)")

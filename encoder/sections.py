@@ -21,6 +21,7 @@ Nothing here changes an id: a hit returns exactly the ids the uncached path enco
 from __future__ import annotations
 
 import marshal
+import threading
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, TypeVar
 
@@ -50,7 +51,7 @@ def content_key(value: Any) -> bytes | str:
 class LRU(Generic[V]):
     """A dict bounded by entry count and by a total ``weight`` (least recently used leaves first)."""
 
-    __slots__ = ("max_entries", "max_weight", "weight", "_d", "hits", "misses")
+    __slots__ = ("max_entries", "max_weight", "weight", "_d", "hits", "misses", "_lock")
 
     def __init__(self, max_entries: int, max_weight: int) -> None:
         self.max_entries = max_entries
@@ -59,18 +60,21 @@ class LRU(Generic[V]):
         self._d: dict[Hashable, tuple[V, int]] = {}
         self.hits = 0
         self.misses = 0
+        # encoders are shared by threads (pipelines, servers): a pop and its re-insert must not interleave
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._d)
 
     def get(self, key: Hashable) -> V | None:
         d = self._d
-        hit = d.pop(key, None)
-        if hit is None:
-            self.misses += 1
-            return None
-        d[key] = hit  # most recent last
-        self.hits += 1
+        with self._lock:
+            hit = d.pop(key, None)
+            if hit is None:
+                self.misses += 1
+                return None
+            d[key] = hit  # most recent last
+            self.hits += 1
         return hit[0]
 
     def put(self, key: Hashable, value: V, weight: int) -> bool:
@@ -78,21 +82,24 @@ class LRU(Generic[V]):
         if self.max_entries <= 0 or weight > self.max_weight:
             return False
         d = self._d
-        old = d.pop(key, None)
-        if old is not None:
-            self.weight -= old[1]
-        while d and (len(d) >= self.max_entries or self.weight + weight > self.max_weight):
-            self.weight -= d.pop(next(iter(d)))[1]
-        d[key] = (value, weight)
-        self.weight += weight
+        with self._lock:
+            old = d.pop(key, None)
+            if old is not None:
+                self.weight -= old[1]
+            while d and (len(d) >= self.max_entries or self.weight + weight > self.max_weight):
+                self.weight -= d.pop(next(iter(d)))[1]
+            d[key] = (value, weight)
+            self.weight += weight
         return True
 
     def clear(self) -> None:
-        self._d.clear()
-        self.weight = self.hits = self.misses = 0
+        with self._lock:
+            self._d.clear()
+            self.weight = self.hits = self.misses = 0
 
     def values(self) -> list[V]:
-        return [v for v, _ in self._d.values()]
+        with self._lock:
+            return [v for v, _ in self._d.values()]
 
 
 class SectionCache:

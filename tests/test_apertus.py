@@ -413,3 +413,14 @@ def _regenerate() -> None:
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     _regenerate()
+
+
+def test_openai_calls_next_to_blocks_are_one_call_group_as_in_the_reference_template():
+    enc = encoder.Encoder("apertus")
+    r = enc.render([{"role": "system", "content": "S"}, {"role": "user", "content": "q"},
+                    {"role": "assistant", "content": {"blocks": [{"type": "thoughts", "text": "t"}]},
+                     "tool_calls": [{"type": "function", "function": {"name": "a", "arguments": "{}"}},
+                                    {"type": "function", "function": {"name": "b", "arguments": "{}"}}]}])
+    text = enc.tokenizer.decode(r.ids.tolist())
+    assert text.endswith('<|tools_prefix|>[{"a": {}}, {"b": {}}]<|tools_suffix|>')
+    assert text.count("<|tools_prefix|>") == 1

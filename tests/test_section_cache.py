@@ -231,3 +231,17 @@ def test_content_key_falls_back_for_other_types() -> None:
     assert content_key(1) != content_key(True) != content_key(1.0)
     assert isinstance(content_key(OrderedDict(a=1)), str)  # marshal refuses subclasses: repr
     assert content_key(OrderedDict(a=1)) != content_key({"a": 1})
+
+
+def test_threads_share_the_caches() -> None:
+    """One encoder used from several threads (pipelines, servers): same ids as one thread."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    convs = shared_set(30, 7) + [openai_conversation(random.Random(k)) for k in range(30)]
+    with no_cache():
+        want = renders(encoder.Encoder("harmony"), convs)
+    enc = encoder.Encoder("harmony")
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda k: renders(enc, convs[k:] + convs[:k]), range(8)))
+    for k, g in enumerate(got):
+        assert g == want[k:] + want[:k]

@@ -257,7 +257,7 @@ _APERTUS_SYSTEM = "You are Apertus, a helpful assistant created by the SwissAI i
 
 def test_apertus_date_comes_from_the_clock_only_when_asked(apertus_hf):
     """No system message: the default system text's date is ``date``, else the encoder's ``date``
-    option, else today with ``date_from_clock=true`` (= render's own default), else no date line."""
+    option, else today with ``date_from_clock=true``, else no date line (as ``render``)."""
     enc, hf = apertus_hf
     msgs = [{"role": "user", "content": "What day is it?"}]
     plain = hf.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
@@ -265,8 +265,11 @@ def test_apertus_date_comes_from_the_clock_only_when_asked(apertus_hf):
     given = hf_call(hf, {"messages": msgs, "date": "2025-02-03"}, add_generation_prompt=True)["input_ids"]
     assert given == enc.render({"messages": msgs, "date": "2025-02-03"}, mode="prompt").ids.tolist()
     assert "Current date: 2025-02-03<|system_end|>" in enc.tokenizer.decode(given)
+    assert hf.apply_chat_template(msgs, return_dict=True, add_generation_prompt=True)["input_ids"] == \
+        enc.render(msgs, mode="prompt").ids.tolist()  # neither reads a clock
     clock = hf.apply_chat_template(msgs, return_dict=True, add_generation_prompt=True, date_from_clock=True)
-    assert clock["input_ids"] == enc.render(msgs, mode="prompt").ids.tolist()  # render: today
+    today = f"{datetime.date.today():%Y-%m-%d}"
+    assert clock["input_ids"] == enc.render({"messages": msgs, "date": today}, mode="prompt").ids.tolist()
     both = hf.apply_chat_template(msgs, return_dict=True, add_generation_prompt=True, date="2025-02-03",
                                   date_from_clock=True)
     assert both["input_ids"] == given
@@ -340,6 +343,21 @@ def test_apertus_turns_merge_messages_as_render_does(apertus_hf):
                          '<|inner_suffix|>done<|assistant_end|>')
     trained = enc.tokenizer.decode([i for i, m in zip(r.ids.tolist(), a["assistant_masks"]) if m])
     assert "[1, 2]" not in trained and trained.endswith("done<|assistant_end|>")
+
+
+def test_apertus_token_straddling_outputs_and_answer_is_trained_by_both(apertus_hf):
+    """Whole-run encoding: ``]`` closing the (untrained) outputs and the answer's ``\n\n`` are
+    one token; ocml and HF's ``char_to_token`` rule both train it."""
+    enc, hf = apertus_hf
+    msgs = [{"role": "system", "content": "S"}, {"role": "user", "content": "q"},
+            {"role": "assistant", "content": {"blocks": [
+                {"type": "tool_calls", "calls": [{"name": "f", "arguments": "{}"}]},
+                {"type": "tool_outputs", "outputs": ["x"]}, {"type": "response", "text": "\n\nok"}]}}]
+    out = hf.apply_chat_template(msgs, return_dict=True, chat_template="training", return_assistant_tokens_mask=True)
+    r = enc.render(msgs)
+    assert out["input_ids"] == r.ids.tolist() and out["assistant_masks"] == r.mask.astype(int).tolist()
+    tail = [(enc.tokenizer.decode([i]), m) for i, m in zip(out["input_ids"], out["assistant_masks"])][-4:]
+    assert tail == [("[x", 0), ("]\n\n", 1), ("ok", 1), ("<|assistant_end|>", 1)]
 
 
 # -- errors --------------------------------------------------------------------------------

@@ -6,9 +6,11 @@ templates") and that ``render`` keeps its guarantee.
 
 from __future__ import annotations
 
+
 import pytest
 
 import encoder
+from encoder.errors import CallSchemaError
 
 pytest.importorskip("transformers")
 
@@ -66,3 +68,39 @@ def test_reasoning_only_message_is_read_as_thinking(stack):
     assert hf_ids == enc.render(msgs).ids.tolist()
     aliased = [msgs[0], {"role": "assistant", "reasoning_content": "hmm"}]
     assert hf.apply_chat_template(aliased, return_dict=True)["input_ids"] == hf_ids
+
+
+# -- Apertus -------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def apertus():
+    from test_template_parity import stack as build
+
+    return build("apertus")
+
+
+def test_apertus_without_a_date_neither_render_nor_the_template_reads_a_clock(apertus):
+    """The reference template writes today's date into its default system text; ocml writes
+    no ``Current date`` line unless a date is given (ids must not change from day to day)."""
+    enc, hf = apertus
+    msgs = [{"role": "user", "content": "q"}]
+    ours = enc.tokenizer.decode(enc.render(msgs, mode="prompt").ids.tolist())
+    theirs = hf.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+    assert "Knowledge cutoff: 2024-04<|system_end|>" in ours and "Current date" not in ours
+    assert theirs == ours
+    with_system = [{"role": "system", "content": "S"}, *msgs]
+    assert hf.apply_chat_template(with_system, tokenize=False, add_generation_prompt=True) == \
+        enc.tokenizer.decode(enc.render(with_system, mode="prompt").ids.tolist())
+
+
+def test_apertus_template_does_not_validate_calls(apertus):
+    """``render`` refuses call arguments that are not JSON and tool names outside
+    ``[A-Za-z0-9_.-]`` (``E-CALL-SCHEMA``); a template cannot parse JSON and writes them as given."""
+    enc, hf = apertus
+    for call in ({"name": "f", "arguments": "{not json"}, {"name": "bad name", "arguments": "{}"}):
+        msgs = [{"role": "system", "content": "S"}, {"role": "user", "content": "q"},
+                {"role": "assistant", "content": {"blocks": [{"type": "tool_calls", "calls": [call]}]}}]
+        with pytest.raises(CallSchemaError):
+            enc.render(msgs)
+        text = hf.apply_chat_template(msgs, tokenize=False)
+        assert text.endswith('<|tools_prefix|>[{"' + call["name"] + '": ' + call["arguments"] + "}]<|tools_suffix|>")

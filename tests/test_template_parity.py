@@ -5,6 +5,10 @@ For every renderable format, over generated OpenAI/HF-style and canonical conver
   gives exactly ``render(mode="train")``'s ids and mask;
 - the inference template with ``add_generation_prompt=True`` gives exactly
   ``render(mode="prompt")``;
+for Apertus also over conversations in its own shape (``{"blocks": [...]}`` turns with
+thoughts, tool calls, inner and outer tool outputs, ``display_answers``; tool messages;
+``enable_thinking``), every one with a ``date`` (``render`` defaults it to today, a template
+only with ``date_from_clock=true``: ``test_template_limits.py``);
 and for Harmony, independently of ocml's adapters, the same templates give openai-harmony
 0.0.8's ids for the conversation mapped the gpt-oss way (``_to_harmony`` below) and for
 openai-harmony's own ``Conversation.to_json()`` shape (``gen.harmony_conversation``).

@@ -32,12 +32,12 @@ Differences from the reference template, all deliberate:
   dict arguments are serialised once;
 - tool outputs must follow a tool call, and text right after a call without outputs must
   not start with ``[`` (else the ids would not parse back; the template renders them);
-- the date of the default system text is the ``date`` option, else today (as the template).
+- the date of the default system text is the ``date`` option; without one the ``Current date``
+  line is left out (the reference template writes today's date: ids would change daily).
 """
 
 from __future__ import annotations
 
-import datetime
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -117,7 +117,7 @@ class Apertus(Format):
             out.append(_simple(msgs[0]))
             i = 1
         else:
-            date = opts.date or self.date or datetime.date.today().isoformat()
+            date = opts.date or self.date  # no hidden clock: no date line unless a date is given
             out.append(Message(role="system", content=self.default_system or default_system(date)))
         thinking = opts.extra.get("enable_thinking")
         if i < len(msgs) and msgs[i].role == "developer":

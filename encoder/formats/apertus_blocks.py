@@ -170,11 +170,14 @@ def _blocks_message(raw: Mapping[str, Any], index: int) -> Message:
         else:
             raise InputError(f"block {j} has type {kind!r}", index=index, field=where + ".type",
                              hint="block types: " + ", ".join(KINDS))
-    for c_i, c in enumerate(raw.get("tool_calls") or ()):  # OpenAI-style calls after the blocks
+    calls: list[Call] = []
+    for c_i, c in enumerate(raw.get("tool_calls") or ()):  # OpenAI-style calls after the blocks: one group
         fn = c.get("function") if isinstance(c, Mapping) else None
         if not isinstance(fn, Mapping):
             raise InputError("a tool call needs 'function'", index=index, field=f"tool_calls[{c_i}]")
-        out.append(Block(TOOL_CALLS, calls=(_call(fn, index, f"tool_calls[{c_i}].function"),)))
+        calls.append(_call(fn, index, f"tool_calls[{c_i}].function"))
+    if calls:
+        out.append(Block(TOOL_CALLS, calls=tuple(calls)))
     return Message(role="assistant", content="", structured=Turn(tuple(out)), source=index, source_field="content")
 
 

@@ -113,7 +113,9 @@ def developer_text(enable_thinking: bool, tools: Sequence[Mapping[str, Any]] | N
     return text + "Tool Capabilities: disabled"
 
 
-def default_system(date: str) -> str:
-    """The reference template's system text when the conversation has none."""
-    return ("You are Apertus, a helpful assistant created by the SwissAI initiative.\nKnowledge cutoff: 2024-04\n"
-            "Current date: " + date)
+def default_system(date: str | None) -> str:
+    """The reference template's system text when the conversation has none.  Its date line
+    only when a date is given: the reference template writes today's date, but training data
+    must not change from one day to the next (pass ``date=`` for the template's text)."""
+    text = "You are Apertus, a helpful assistant created by the SwissAI initiative.\nKnowledge cutoff: 2024-04"
+    return text + "\nCurrent date: " + date if date else text

@@ -70,12 +70,13 @@ class LengthHistogram:
 
     def plot(self, path: Path, seq_len: int | None, title: str) -> None:
         """Histogram of document lengths (log-spaced bins when lengths span decades), seq_len marked."""
-        import matplotlib
+        # The object API with the Agg canvas: no pyplot global state, no GUI backend, ever.
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, ax = plt.subplots(figsize=(8, 4.2), dpi=100)
+        fig = Figure(figsize=(8, 4.2), dpi=100)
+        FigureCanvasAgg(fig)
+        ax = fig.subplots()
         fig.subplots_adjust(left=0.08, right=0.98, top=0.92, bottom=0.12)  # fixed: tight_layout costs a draw
         nz = np.flatnonzero(self.counts)
         if nz.size:
@@ -100,7 +101,6 @@ class LengthHistogram:
         ax.legend(frameon=False)
         tmp = path.with_name("." + path.name + ".tmp.png")
         fig.savefig(tmp)
-        plt.close(fig)
         os.replace(tmp, path)
 
 
@@ -156,8 +156,9 @@ def format_report(r: dict[str, Any]) -> str:
     if p is not None:
         lines.append(f"  rows        {p['rows']:,} x {p['seq_len']:,}, fill {p['fill_rate']:.2%}, "
                      f"padding {p['padding_tokens']:,} tokens")
+        n_over = p["split"] + p["truncated"] + p["dropped"]
         lines.append(f"  overlong    split {p['split']}, truncated {p['truncated']}, dropped {p['dropped']} "
-                     f"({p['dropped_tokens']:,} tokens lost)")
+                     f"({p['dropped_tokens']:,} tokens lost)" + (f" -> {p['overlong_file']}" if n_over else ""))
     else:
         lines.append(f"  rows        {c['documents']:,} (one per conversation, not packed)")
     st = r["lengths"]

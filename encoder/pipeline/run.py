@@ -5,11 +5,13 @@ processes (``workers``), and consumed strictly in chunk order: the packer and th
 writer see the same documents in the same order whatever ``workers`` is, so the output is
 byte-identical for any worker count.
 
-Memory bound: ``in_flight`` (2 x workers + 1) chunks of at most ``chunk_records`` records
-/ 4 MiB of input, plus one *epoch* of documents in the packer: the packer is flushed (its
-last rows written) every ``epoch_tokens`` document tokens (default 8 Mi), and its output
-is converted to shards 1 Mi tokens at a time.  Peak is about 40 bytes x ``epoch_tokens`` +
-the chunks in flight, whatever the input size (measured in ``scripts/bench_pipeline.py``).
+Memory bound, whatever the input size: ``in_flight`` (2 x workers + 1) chunks of at most
+``chunk_records`` records / 4 MiB of input, plus one *epoch* of documents in the packer:
+the packer is flushed (its last rows written) every ``epoch_tokens`` document tokens
+(default 4 Mi; about one row of fill is lost per flush), and its output is converted to
+shards 1 Mi tokens at a time.  The main process peaks near 60 bytes x ``epoch_tokens``
+(~240 MB) above its ~175 MB of imports and vocabulary; a worker stays near 110 MB
+(measured in ``scripts/bench_pipeline.py``: the same peak for 7.6 M and 15 M tokens).
 
 Resume: an epoch boundary is a point where the packer is empty, so the run's state there
 is small: the input position after the chunk that ended it, the rows written so far, the
@@ -41,12 +43,13 @@ from ..errors import InputError, OcmlError
 from .readers import Position, Source, count_records, iter_chunks, resolve
 from .report import LengthHistogram, error_summary, format_error, format_report, write_json
 from .shards import IGNORE, NPY_DIR, PARQUET_DIR, Block, ShardWriter, remove_shards_from, shard_name
-from .workers import RecordError, Rendered, RenderPool, RenderSpec
+from .workers import RecordError, Rendered, RenderPool, RenderSpec, default_workers
 
 STATE_DIR = ".ocml"
 PROGRESS = "progress.json"
 ERRORS = "errors.jsonl"
-ARTEFACTS = (PARQUET_DIR, NPY_DIR, STATE_DIR, "manifest.json", "report.json", ERRORS, "lengths.png")
+OVERLONG = "overlong.jsonl"  # every dropped / truncated / split document, by file and line
+ARTEFACTS = (PARQUET_DIR, NPY_DIR, STATE_DIR, "manifest.json", "report.json", ERRORS, OVERLONG, "lengths.png")
 OUTPUTS = ("parquet", "npy")
 LOC_BITS = 40           # document index = source << 40 | location (what the packer reports back)
 WRITE_TOKENS = 1 << 20  # tokens converted / written at a time (bounds the conversion copies)
@@ -111,6 +114,36 @@ class Counters:
 
 
 @dataclass
+class PackTotals:
+    """The packers' reports summed over epochs (counts only: the overlong documents
+    themselves go to ``overlong.jsonl``, so the state stays small however many there are)."""
+
+    seq_len: int = 0
+    documents: int = 0
+    segments: int = 0
+    tokens: int = 0
+    trained_tokens: int = 0
+    rows: int = 0
+    padding_tokens: int = 0
+    dropped: int = 0
+    truncated: int = 0
+    split: int = 0
+    dropped_tokens: int = 0
+
+    def add(self, rep: Any) -> None:
+        for k in ("documents", "segments", "tokens", "trained_tokens", "rows", "padding_tokens", "dropped_tokens"):
+            setattr(self, k, getattr(self, k) + getattr(rep, k))
+        self.dropped += len(rep.dropped)
+        self.truncated += len(rep.truncated)
+        self.split += len(rep.split)
+
+    @property
+    def fill_rate(self) -> float:
+        cap = self.rows * self.seq_len
+        return self.tokens / cap if cap else 0.0
+
+
+@dataclass
 class Checkpoint:
     """The run's state at an epoch boundary (the packer is empty there)."""
 
@@ -118,8 +151,9 @@ class Checkpoint:
     rows: int
     counters: dict[str, int]
     errors_bytes: int
+    overlong_bytes: int
     lengths: dict[str, list[int]]
-    pack: dict[str, Any] | None
+    pack: dict[str, int]
 
 
 @dataclass
@@ -133,12 +167,9 @@ class RunResult:
 
 
 def ocml_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    from ocml import __version__  # one home for the version
 
-    try:
-        return version("ocml")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
-        return "unknown"
+    return __version__
 
 
 def _policy(mask: Any) -> Any:
@@ -210,19 +241,6 @@ def _fault(point: str, n: int) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _pack_report_from(d: dict[str, Any] | None, seq_len: int) -> Any:
-    from ..pack import OverlongRecord, PackReport
-
-    rep = PackReport(seq_len)
-    if d is None:
-        return rep
-    for k in ("documents", "segments", "tokens", "trained_tokens", "rows", "padding_tokens"):
-        setattr(rep, k, d[k])
-    for k in ("dropped", "truncated", "split"):
-        setattr(rep, k, [OverlongRecord(**r) for r in d[k]])
-    return rep
-
-
 # -- the run ----------------------------------------------------------------------------------------
 
 class _Run:
@@ -230,20 +248,15 @@ class _Run:
                  progress: dict[str, Any] | None, log: IO[str]) -> None:
         self.opts, self.enc, self.sources, self.fp, self.inputs, self.log = opts, enc, sources, fp, inputs, log
         self.out = opts.out
-        self.workers = opts.workers or os.cpu_count() or 1
+        self.workers = opts.workers or default_workers()
         ck = progress["checkpoint"] if progress else None
         self.resumed_shards = progress["shards"] if ck else 0
         self.counters = Counters(**ck["counters"]) if ck else Counters()
         self.hist = LengthHistogram.from_dict(ck["lengths"]) if ck else LengthHistogram()
         self.start = Position.from_dict(ck["position"]) if ck else None
-        self.pack_total = _pack_report_from(ck["pack"] if ck else None, opts.seq_len or 0)
-        errors_path = self.out / ERRORS
-        if ck:
-            with open(errors_path, "ab") as f:
-                f.truncate(ck["errors_bytes"])
-        else:
-            errors_path.unlink(missing_ok=True)
-        self.errors_file = open(errors_path, "a", encoding="utf-8")
+        self.pack_total = PackTotals(**ck["pack"]) if ck else PackTotals(opts.seq_len or 0)
+        self.errors_file = _reopen(self.out / ERRORS, ck["errors_bytes"] if ck else 0)
+        self.overlong_file = _reopen(self.out / OVERLONG, ck["overlong_bytes"] if ck else 0)
         self.shown = 0
         self.live = False  # print bad records as they come (set when a progress bar is shown)
         remove_shards_from(self.out, self.resumed_shards)
@@ -267,9 +280,10 @@ class _Run:
     # -- checkpoints ---------------------------------------------------------------------
     def _checkpoint(self, pos: Position) -> Checkpoint:
         self.errors_file.flush()
+        self.overlong_file.flush()
         return Checkpoint(position=pos.to_dict(), rows=self.writer.rows, counters=asdict(self.counters),
-                          errors_bytes=self.errors_file.tell(), lengths=self.hist.to_dict(),
-                          pack=self.pack_total.to_dict() if self.opts.pack else None)
+                          errors_bytes=self.errors_file.tell(), overlong_bytes=self.overlong_file.tell(),
+                          lengths=self.hist.to_dict(), pack=asdict(self.pack_total))
 
     def _on_shard(self, k: int, rows: int) -> None:
         _fault("shard", k)
@@ -345,7 +359,13 @@ class _Run:
             for packed in self.packer.ready():
                 self._write_packed(packed)
             self._write_packed(self.packer.finish())
-            self.pack_total.merge(self.packer.report)
+            rep = self.packer.report
+            for kind, recs in (("dropped", rep.dropped), ("truncated", rep.truncated), ("split", rep.split)):
+                for r in recs:
+                    self.overlong_file.write(json.dumps({**self.doc_where(r.index), "action": kind, "length": r.length,
+                                                         "kept": r.kept, "pieces": r.pieces, "reason": r.reason},
+                                                        ensure_ascii=False) + "\n")
+            self.pack_total.add(rep)
             self.packer = self._new_packer()
         self.epoch_tokens = 0
         self.checkpoints.append(self._checkpoint(end))
@@ -355,8 +375,17 @@ class _Run:
     def finish(self) -> int:
         self._end_epoch(Position(len(self.sources), 0, 0))
         shards = self.writer.finish()
-        self.errors_file.close()
+        self.close()
         return shards
+
+    def close(self) -> None:
+        self.errors_file.close()
+        self.overlong_file.close()
+
+    def doc_where(self, index: int) -> dict[str, Any]:
+        """``{"file": ..., "line": 17}`` for a packer document index (source << 40 | location)."""
+        src = self.sources[index >> LOC_BITS]
+        return {"file": src.display, src.kind.location: index & ((1 << LOC_BITS) - 1)}
 
 
 def run(opts: PackOptions, log: IO[str] | None = None) -> RunResult:
@@ -403,7 +432,7 @@ def run(opts: PackOptions, log: IO[str] | None = None) -> RunResult:
         n_shards = state.finish()
     except BaseException:
         state.writer.abort()
-        state.errors_file.close()
+        state.close()
         raise
     finally:
         if bar is not None:
@@ -419,6 +448,9 @@ def _check(opts: PackOptions) -> None:
     if opts.pack and opts.seq_len is None:
         raise InputError("--seq-len is required when packing", code="E-USAGE", field="--seq-len",
                          hint="e.g. --seq-len 4096, or --no-pack for one row per conversation")
+    if opts.workers < 0:
+        raise InputError(f"--workers must be >= 0, got {opts.workers}", code="E-USAGE", field="--workers",
+                         hint="0 = all cores")
     for name, value in (("--seq-len", opts.seq_len), ("--shard-size", opts.shard_size), ("--window", opts.window)):
         if value is not None and value < 1:
             raise InputError(f"{name} must be >= 1, got {value}", code="E-USAGE", field=name)
@@ -446,18 +478,12 @@ def _final_report(opts: PackOptions, enc: Any, state: _Run, sources: list[Source
     errors = error_summary(out / ERRORS)
     pack = None
     if opts.pack:
-        rep = state.pack_total
-        where = (lambda i: _doc_where(state, i))
-        pack = {"seq_len": opts.seq_len, "rows": rep.rows, "documents": rep.documents, "segments": rep.segments,
-                "tokens": rep.tokens, "trained_tokens": rep.trained_tokens, "fill_rate": rep.fill_rate,
-                "padding_tokens": rep.padding_tokens, "dropped_tokens": rep.dropped_tokens,
+        tot = state.pack_total
+        with open(out / OVERLONG, encoding="utf-8") as f:
+            first = [json.loads(line) for _, line in zip(range(20), f)]
+        pack = {**asdict(tot), "fill_rate": tot.fill_rate, "overlong": opts.overlong,
                 "pad_id": state.packer.pad_id if state.packer is not None else None,
-                "overlong": opts.overlong, "dropped": len(rep.dropped), "truncated": len(rep.truncated),
-                "split": len(rep.split),
-                "overlong_documents": [{**where(r.index), "action": kind, "length": r.length, "kept": r.kept,
-                                        "pieces": r.pieces, "reason": r.reason}
-                                       for kind, recs in (("dropped", rep.dropped), ("truncated", rep.truncated),
-                                                          ("split", rep.split)) for r in recs]}
+                "overlong_file": OVERLONG, "overlong_documents": first}
     dirs = [d + "/" for d, o in ((PARQUET_DIR, "parquet"), (NPY_DIR, "npy")) if o in opts.outputs]
     rows = pack["rows"] if pack else c.documents
     report = {
@@ -497,9 +523,14 @@ def _final_report(opts: PackOptions, enc: Any, state: _Run, sources: list[Source
     return report
 
 
-def _doc_where(state: _Run, index: int) -> dict[str, Any]:
-    src = state.sources[index >> LOC_BITS]
-    return {"file": src.display, src.kind.location: index & ((1 << LOC_BITS) - 1)}
+def _reopen(path: Path, size: int) -> IO[str]:
+    """An append-only log cut back to ``size`` bytes (its length at the checkpoint resumed from)."""
+    if size:
+        with open(path, "ab") as f:
+            f.truncate(size)
+    else:
+        path.unlink(missing_ok=True)
+    return open(path, "a", encoding="utf-8")
 
 
 __all__ = ["PackOptions", "RunResult", "StrictStop", "run"]

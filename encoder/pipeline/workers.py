@@ -218,6 +218,11 @@ def _work(chunk: Chunk) -> Rendered:
     return render_chunk(_WORKER["enc"], chunk, _WORKER["spec"])
 
 
+def default_workers() -> int:
+    """All the cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def _ping() -> int:
     return os.getpid()
 

@@ -38,7 +38,8 @@ _HEADER = """{#- ocml chat template: %(format)s, %(variant)s variant (generated 
   (tool_calls, tool_call_id, thinking / reasoning_content, weight), openai-harmony's
   Conversation.to_json() messages.  Variables, where the format uses them: tools, date (or
   conversation_start_date), reasoning_effort, model_identity, knowledge_cutoff, instructions,
-  builtin_tools; cot (default here: %(cot)s); shape (auto | chat | native; here: %(shape)s).
+  builtin_tools, enable_thinking; cot (default here: %(cot)s); shape (auto | chat | native;
+  here: %(shape)s).  Apertus also reads its own content shapes (text, parts, blocks).
   No date is written unless given; date_from_clock=true writes today's (strftime_now).
   Known limits (README, "Chat templates"): control-token text inside content becomes control
   tokens on this text path (ocml's own render keeps it text); several text items in one
