@@ -252,6 +252,24 @@ def test_same_rows_from_every_input_kind(tmp_path: Path) -> None:
         assert res.report["counts"]["bad_records"] == 0
 
 
+def test_tools_as_arrow_structs_render_as_in_jsonl(tmp_path: Path) -> None:
+    """Parquet written by ``datasets`` stores tools as structs: every row gets every schema key
+    any row has, as null; those nulls must not reach the rendered tool declarations."""
+    import datasets
+
+    tools_a = [{"type": "function", "function": {"name": "f", "description": "F.", "parameters": {
+        "type": "object", "properties": {"x": {"type": "integer", "minimum": 0}}, "required": ["x"]}}}]
+    tools_b = [{"type": "function", "function": {"name": "g", "description": "G.", "parameters": {
+        "type": "object", "properties": {"x": {"type": "string", "enum": ["a", "b"]}}}}}]
+    recs = [{"messages": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}],
+             "tools": tools_a if i % 2 else tools_b} for i in range(6)]
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    datasets.Dataset.from_list(recs).to_parquet(str(tmp_path / "in.parquet"))
+    for name in ("in.jsonl", "in.parquet"):
+        run(opts([tmp_path / name], tmp_path / f"o-{name}", pack=False))
+    assert parquet_rows(tmp_path / "o-in.parquet") == parquet_rows(tmp_path / "o-in.jsonl")
+
+
 def test_strict_stops_at_first_bad_record(tmp_path: Path) -> None:
     write_data(tmp_path / "in.jsonl", 20, bad={12: "{", 15: "["})
     with pytest.raises(StrictStop) as info:

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InputError, InputTypeError
+from ..pipeline.records import drop_nulls
 
 #: What a batched map hands us.
 BatchLike = Union[pa.Table, pa.RecordBatch, Mapping[str, Sequence[Any]]]
@@ -68,15 +69,6 @@ def records(batch: BatchLike, names: Sequence[str] | None = None,
             if row.get(name) is not None:
                 row[name] = drop_nulls(row[name])
     return rows
-
-
-def drop_nulls(value: Any) -> Any:
-    """``value`` without null-valued dict keys, at any depth (list items stay, nulls included)."""
-    if isinstance(value, dict):
-        return {k: drop_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [drop_nulls(v) for v in value]
-    return value
 
 
 def column(batch: BatchLike, name: str, type: pa.DataType | None = None) -> pa.Array:

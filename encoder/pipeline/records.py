@@ -138,3 +138,16 @@ def looks_like(a: str, b: str) -> bool:
         return sum(x != y for x, y in zip(a, b)) <= 1 or sorted(a) == sorted(b)
     short, long_ = (a, b) if len(a) < len(b) else (b, a)
     return any(long_[:k] + long_[k + 1:] == short for k in range(len(long_)))
+
+
+def drop_nulls(value: Any) -> Any:
+    """``value`` without null-valued dict keys, at any depth (list items stay, nulls included).
+
+    For columns read from Arrow (Parquet, ``datasets``): a struct column gives every row every
+    key any row has, as null (a tool schema gains ``"minimum": null``), so a tool list read from
+    Arrow is pruned before rendering.  JSON input keeps its nulls (there they were written)."""
+    if isinstance(value, dict):
+        return {k: drop_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [drop_nulls(v) for v in value]
+    return value

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import OcmlError
 from .readers import Chunk, Kind
-from .records import conversation_from_record
+from .records import conversation_from_record, drop_nulls
 
 
 @dataclass(frozen=True)
@@ -81,8 +81,9 @@ def json_error(exc: json.JSONDecodeError) -> str:
     return f"{exc.msg}{'' if exc.msg.endswith(' at') else ' at'} column {exc.colno}"
 
 
-def decode_records(chunk: Chunk) -> list[tuple[int, Any]]:
-    """(location, record or OcmlError) for every record of the chunk (blank lines skipped)."""
+def decode_records(chunk: Chunk, tools_field: str = "tools") -> list[tuple[int, Any]]:
+    """(location, record or OcmlError) for every record of the chunk (blank lines skipped).
+    Records from Arrow lose the null keys of their ``tools_field`` (``records.drop_nulls``)."""
     out: list[tuple[int, Any]] = []
     if chunk.kind is Kind.JSONL:
         for k, line in enumerate(chunk.payload):
@@ -105,7 +106,12 @@ def decode_records(chunk: Chunk) -> list[tuple[int, Any]]:
         import pyarrow as pa
 
         table = pa.ipc.open_stream(chunk.payload).read_all()
-        out = [(chunk.first + k, rec) for k, rec in enumerate(table.to_pylist())]
+        rows = table.to_pylist()
+        if tools_field in table.schema.names:  # Arrow structs: nulls for absent keys
+            for rec in rows:
+                if rec.get(tools_field) is not None:
+                    rec[tools_field] = drop_nulls(rec[tools_field])
+        out = [(chunk.first + k, rec) for k, rec in enumerate(rows)]
     return out
 
 
@@ -114,7 +120,7 @@ def render_chunk(enc: Any, chunk: Chunk, spec: RenderSpec) -> Rendered:
     errors: list[RecordError] = []
     convs: list[Any] = []
     locs: list[int] = []
-    decoded = decode_records(chunk)
+    decoded = decode_records(chunk, spec.tools_field)
     for loc, rec in decoded:
         if isinstance(rec, OcmlError):
             errors.append(RecordError.of(chunk.source, loc, rec))
