@@ -207,8 +207,8 @@ def _add_one_conversation_args(p: argparse.ArgumentParser) -> None:
                    help="take line N (1-based) of a JSON Lines file")
     p.add_argument("--format", default="openchatml-2.2", choices=_formats(), help="chat format (default %(default)s)")
     p.add_argument("--tokenizer", default=None, metavar="NAME",
-                   help="o200k_harmony, o200k_base, cl100k_base or a .tiktoken path "
-                        "(default: the format's own, control tokens registered)")
+                   help="o200k_harmony, o200k_base, cl100k_base, a .tiktoken path, or an HF tokenizer folder / "
+                        "tokenizer.json (default: the format's own, control tokens registered)")
 
 
 def _add_pack(sub: Any) -> None:
@@ -239,8 +239,8 @@ def _add_pack(sub: Any) -> None:
                    "--no-pack)")
     p.add_argument("--format", default="openchatml-2.2", choices=_formats(), help="chat format (default %(default)s)")
     p.add_argument("--tokenizer", default=None, metavar="NAME",
-                   help=f"{', '.join(vocab.encoding_names())} or a .tiktoken path (default: the format's own, "
-                        "control tokens registered)")
+                   help=f"{', '.join(vocab.encoding_names())}, a .tiktoken path, or an HF tokenizer folder / "
+                        "tokenizer.json (default: the format's own, control tokens registered)")
     p.add_argument("--mask", default="default", choices=list(NAMED_MASKS),
                    help="loss-mask policy (default: what the model generates: every assistant message after its "
                         "generation prompt, terminator included). last = last assistant turn only; final = final "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -94,8 +95,9 @@ def _rebuild_encoder(format_name: str, tokenizer: Tokenizer, options: dict[str, 
 class Encoder:
     """Render conversations to ids + masks (and back) for one format and tokenizer.
 
-    ``tokenizer``: a ``vocab.Tokenizer``, a name for ``vocab.load`` (loaded as is: a
-    base name without registration means fallback mode), or None for the format's
+    ``tokenizer``: a ``vocab.Tokenizer``, a name or ``.tiktoken`` path for ``vocab.load``, an HF
+    tokenizer folder or ``tokenizer.json`` for ``vocab.from_hf`` (loaded as is: a tokenizer
+    without the format's controls means fallback mode), or None for the format's
     default (controls registered).  ``threads``: how many threads may encode the long
     text of one render or batch chunk (default ``$OCML_NUM_THREADS`` or 1 = never start
     a thread; see ``encoder.textenc``).
@@ -117,7 +119,9 @@ class Encoder:
         if tokenizer is None:
             tokenizer = default_tokenizer(self.format_name)
         elif isinstance(tokenizer, str):
-            tokenizer = vocab.load(tokenizer)
+            # an HF tokenizer folder (save_pretrained) or tokenizer.json, else an encoding name / .tiktoken path
+            hf = tokenizer.endswith("tokenizer.json") or os.path.isdir(tokenizer)
+            tokenizer = vocab.from_hf(tokenizer) if hf else vocab.load(tokenizer)
         expect(tokenizer, Tokenizer, "tokenizer", "a vocab.Tokenizer, an encoding name or None")
         self.tokenizer: Tokenizer = tokenizer
         if shape not in SHAPES:

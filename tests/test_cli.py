@@ -123,3 +123,17 @@ def test_template_slot_convention() -> None:
     p = build_parser()
     for cmd in (["formats"], ["render", "x"], ["text", "x"], ["pack", "x", "--out", "o"]):
         assert callable(p.parse_args(cmd).fn)
+
+
+def test_tokenizer_option_takes_an_hf_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--tokenizer DIR`` (a save_pretrained folder) renders the same ids as the format's own tokenizer."""
+    import encoder
+
+    enc = encoder.Encoder("harmony")
+    enc.save_pretrained(tmp_path / "tok")
+    conv = Path(__file__).resolve().parents[1] / "examples" / "weather_tool_call.json"
+    assert main(["render", str(conv), "--format", "harmony", "--json"]) == EXIT_OK
+    want = json.loads(capsys.readouterr().out)["ids"]
+    for spec in (tmp_path / "tok", tmp_path / "tok" / "tokenizer.json"):
+        assert main(["render", str(conv), "--format", "harmony", "--tokenizer", str(spec), "--json"]) == EXIT_OK
+        assert json.loads(capsys.readouterr().out)["ids"] == want
