@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import encoder  # noqa: E402
+from encoder.sections import SECTIONS  # noqa: E402
 from gen import WORDS  # noqa: E402
 
 TEMPLATE = (
@@ -130,8 +131,6 @@ def agentic_rows(args, oh, henc) -> list[dict]:  # type: ignore[no-untyped-def]
     core = tok.encoding._core_bpe.encode_ordinary
     ocml22 = encoder.Encoder("openchatml-2.2")
     core22 = ocml22.tokenizer.encoding._core_bpe.encode_ordinary
-    from encoder.sections import SECTIONS
-
     def cold() -> None:
         """Own tools: every conversation is new content, as in a real pass over a data set (the
         bench repeats the same conversations, which would otherwise hit the section cache)."""
@@ -162,7 +161,7 @@ def agentic_rows(args, oh, henc) -> list[dict]:  # type: ignore[no-untyped-def]
             fns["openai_harmony"] = lambda: [henc.render_conversation_for_training(h) for h in hconvs]
         t = contest(fns, args.reps)
         row: dict[str, object] = {"workload": name, "conversations": len(convs),
-                                  "tokens": sum(len(enc.render(c)) for c in convs)}
+                                  "tokens": sum(len(enc.render(c, cot="harmony")) for c in convs)}
         row["ocml_us_per_conv"] = 1e6 * t["ocml"] / len(convs)
         row["floor_us_per_conv"] = 1e6 * t["floor"] / len(convs)
         row["ratio_vs_floor"] = t["ocml"] / t["floor"]
