@@ -14,18 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .errors import UnknownNameError
+from vocab.errors import as_enum
+
 from .messages import CotPolicy, Message
 
 
 def parse_cot(value: CotPolicy | str | None) -> CotPolicy:
     if value is None:
         return CotPolicy.DEFAULT
-    try:
-        return CotPolicy(value)
-    except ValueError:
-        raise UnknownNameError(f"unknown cot policy {value!r}", field="cot",
-                               hint="one of: " + ", ".join(p.value for p in CotPolicy)) from None
+    return as_enum(value, CotPolicy, "cot", "cot policy")
 
 
 def dropped(messages: Sequence[Message], policy: CotPolicy) -> set[int]:

@@ -11,7 +11,7 @@ import numpy as np
 
 import vocab
 from vocab import Tokenizer, canonical_format, control_table
-from vocab.errors import expect
+from vocab.errors import as_enum, expect
 
 from . import cot as cot_mod
 from .adapters import SHAPES, relocate
@@ -30,11 +30,7 @@ def default_tokenizer(fmt: str) -> Tokenizer:
 
 
 def _mode(mode: Mode | str) -> Mode:
-    try:
-        return Mode(mode)
-    except ValueError:
-        raise vocab.UnknownNameError(f"unknown mode {mode!r}", field="mode",
-                                     hint="one of: train, prompt, history") from None
+    return as_enum(mode, Mode, "mode", "mode")
 
 
 @dataclass

@@ -31,7 +31,7 @@ openai-harmony.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from typing import TYPE_CHECKING, Any
 
@@ -71,6 +71,12 @@ def visible(channel: str | None, intent: str | None, role: str) -> bool:
 
 
 class FrameMachine:
+    #: the control that opens a frame; the controls that end one (-> ``MessageEnd.reason``);
+    #: controls that may stand between frames (the conversation's framing, not errors)
+    start: str = "<|start|>"
+    terminators: Mapping[str, str] = TERMINATORS
+    framing: tuple[str, ...] = ()
+
     def __init__(self, *, harmony: bool, strict: bool = False, role: str | None = None,
                  emit: Callable[[Event], None] | None = None, markers: frozenset[str] = frozenset()) -> None:
         self.harmony = harmony
@@ -171,48 +177,52 @@ class FrameMachine:
 
     def control(self, name: str, position: int) -> None:
         self.last_control = name
+        start, ends = self.start, self.terminators
         if self._skipped:
-            if self.state == "skip" and name != "<|start|>" and name not in TERMINATORS:
+            if self.state == "skip" and name != start and name not in ends:
                 self._skip(name, position)  # a control inside a skipped body: its text, with the body
                 return
             self._flush_skipped()
         st = self.state
         if st == "content":
-            reason = TERMINATORS.get(name)
+            reason = ends.get(name)
             if reason is not None:
                 self.close(reason, position)
             elif name in self.markers:
                 self.text(name, position)
-            elif name == "<|start|>":
+            elif name == start:
                 self.error("E-PARSE-UNTERMINATED", "a new message started before this one ended", position)
                 self.close("truncated", position)
                 self._begin()
             else:
                 self.error("E-PARSE-STRAY-CONTROL", f"{name} inside message content", position)
         elif st == "header":
-            if name == "<|message|>":
-                self._open(position)
-            elif name in HEADER_INNER:
-                self._header.append(name)
-            elif name == "<|start|>":
-                self.error("E-PARSE-HEADER", "<|start|> inside a header", position, self._header_text() or None)
-                self._begin()
-            elif name in TERMINATORS:
-                self._salvage(name, position)
-            else:
-                self.error("E-PARSE-STRAY-CONTROL", f"{name} inside a header", position)
+            self._header_control(name, position)
         elif st == "skip":
-            if name == "<|start|>":
+            if name == start:
                 self._begin()
-            elif name in TERMINATORS:
+            elif name in ends:
                 self.state = "expect_start"
             else:  # a control inside a skipped body (first input of the body): its text
                 self._skip(name, position)
+        elif name == start:
+            self._begin()
+        elif name not in self.framing:
+            self.error("E-PARSE-STRAY-CONTROL", f"{name} where a message should start", position)
+
+    def _header_control(self, name: str, position: int) -> None:
+        """A control inside a header (the format's own header syntax)."""
+        if name == "<|message|>":
+            self._open(position)
+        elif name in HEADER_INNER:
+            self._header.append(name)
+        elif name == self.start:
+            self.error("E-PARSE-HEADER", f"{name} inside a header", position, self._header_text() or None)
+            self._begin()
+        elif name in self.terminators:
+            self._salvage(name, position)
         else:
-            if name == "<|start|>":
-                self._begin()
-            else:
-                self.error("E-PARSE-STRAY-CONTROL", f"{name} where a message should start", position)
+            self.error("E-PARSE-STRAY-CONTROL", f"{name} inside a header", position)
 
     def special(self, token: str, position: int) -> None:
         self.error("E-PARSE-STRAY-CONTROL", f"special token {token} in the stream", position)
@@ -324,7 +334,7 @@ class FrameMachine:
         self._start(h, position)
         if rest:
             self.text(rest, position)
-        self.close(TERMINATORS[name], position)
+        self.close(self.terminators[name], position)
 
     def close(self, reason: str, position: int) -> None:
         """End the open message (``reason``: end | return | call | truncated)."""

@@ -191,7 +191,7 @@ class IdParser:
         self.markers = frozenset(table.markers)
         # SentencePiece tokenizers that prefix every text run (``▁`` after each control): the
         # prefix is the tokenizer's, not content (``Tokenizer.run_prefix``), so each run drops it.
-        self.run_prefix: bytes = getattr(tok, "run_prefix", b"")
+        self.run_prefix: bytes = tok.run_prefix
         # kind: 0 ordinary, 1 invalid (a hole, or the sentinel ``nv`` any out-of-range id
         # is clipped to), 2.. the special tokens (names[kind])
         self.names: list[str] = ["", _INVALID]

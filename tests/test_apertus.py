@@ -19,27 +19,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import encoder
-import vocab
 from encoder.errors import CallSchemaError, InputError, UnrepresentableError
 from encoder.events import Delta, MessageEnd, Stop
 from encoder.formats.apertus import to_apertus
-from encoder.formats.apertus_blocks import Turn
-from test_chatml import check_stream, merge
+from encoder.formats.apertus_blocks import OUTPUT_SEPARATOR, BracketScan, Turn, split_outputs
+from test_chatml import cached_encoder, check_stream, expected_path, load_case, merge
 
 FIXTURES = Path(__file__).parent / "fixtures" / "apertus"
 CONTROLS = {"<|system_start|>", "<|system_end|>", "<|developer_start|>", "<|developer_end|>", "<|user_start|>",
             "<|user_end|>", "<|assistant_start|>", "<|assistant_end|>", "<|inner_prefix|>", "<|inner_suffix|>",
             "<|tools_prefix|>", "<|tools_suffix|>", "<s>", "</s>"}
-_cache: dict[tuple, encoder.Encoder] = {}
 
 
 def enc_(tokenizer: str | None = None, **opts) -> encoder.Encoder:
     opts.setdefault("date", "2025-09-21")
-    key = (tokenizer, tuple(sorted(opts.items())))
-    if key not in _cache:
-        tok = vocab.load(tokenizer[:-4], register="apertus") if tokenizer and tokenizer.endswith("+reg") else tokenizer
-        _cache[key] = encoder.Encoder("apertus", tok, **opts)
-    return _cache[key]
+    return cached_encoder("apertus", tokenizer, **opts)
 
 
 # -- golden fixtures ----------------------------------------------------------------------------
@@ -49,8 +43,7 @@ CASES = sorted(FIXTURES.glob("*.input.json"))
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.name.split(".input")[0])
 def test_golden_fixture(path):
-    case = json.loads(path.read_text("utf-8"))
-    want = json.loads(path.with_name(path.name.replace(".input.", ".expected.")).read_text("utf-8"))
+    case, want = load_case(path)
     enc = enc_(**case["options"])
     r = enc.render(case["conversation"], mode=case["mode"])
     assert enc.tokenizer.decode(r.ids.tolist()) == want["text"] == enc.to_text(case["conversation"], mode=case["mode"])
@@ -264,6 +257,30 @@ def test_render_parse_and_text_round_trips(tokenizer, system, user, blocks):
     assert to_apertus(want)[-1]["content"]["blocks"] == [b.to_dict() for b in want[-1].structured.blocks]
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.text(alphabet='[]{}"\\, ab', max_size=8),
+                          st.recursive(st.text(alphabet='[]"\\, a', max_size=4) | st.integers(),
+                                       lambda v: st.lists(v, max_size=3) | st.dictionaries(st.text(max_size=3), v,
+                                                                                           max_size=3),
+                                       max_leaves=6).map(json.dumps)), min_size=1, max_size=4))
+def test_tool_outputs_split_at_top_level_separators_only(items):
+    text = "[" + OUTPUT_SEPARATOR.join(items) + "]"
+    got = split_outputs(text)
+    assert "[" + OUTPUT_SEPARATOR.join(got) + "]" == text  # no text lost or moved
+    if all(_is_json(i) for i in items):  # outputs that are JSON values come back as they were
+        assert got == tuple(items)
+    scan = BracketScan()
+    assert scan.feed(text) == len(text) or not all(_is_json(i) for i in items)
+
+
+def _is_json(s: str) -> bool:
+    try:
+        json.loads(s)
+    except ValueError:
+        return False
+    return True
+
+
 @pytest.mark.parametrize("tokenizer", [None, "o200k_base"])
 def test_generated_round_trips(tokenizer):
     enc = enc_(tokenizer)
@@ -406,8 +423,8 @@ def _regenerate() -> None:
         out = {"text": enc.tokenizer.decode(r.ids.tolist()), "ids": r.ids.tolist(), "mask": r.mask.astype(int).tolist()}
         if case["mode"] == "history":
             out["apertus"] = to_apertus(r.conversation.messages)[2:]
-        path.with_name(path.name.replace(".input.", ".expected.")).write_text(json.dumps(out, ensure_ascii=False) + "\n")
-        print("wrote", path.name.replace(".input.", ".expected."))
+        expected_path(path).write_text(json.dumps(out, ensure_ascii=False) + "\n")
+        print("wrote", expected_path(path).name)
 
 
 if __name__ == "__main__":

@@ -29,12 +29,17 @@ CONTROLS = ("<s>", "</s>", "<|im_start|>", "<|im_end|>", "<|fim_prefix|>", "<|fi
 _cache: dict[tuple, encoder.Encoder] = {}
 
 
-def enc_(tokenizer: str | None = None, **opts) -> encoder.Encoder:
-    key = (tokenizer, tuple(sorted(opts.items())))
+def cached_encoder(fmt: str, tokenizer: str | None = None, **opts) -> encoder.Encoder:
+    """One Encoder per (format, tokenizer, options); ``NAME+reg``: NAME with the format's controls registered."""
+    key = (fmt, tokenizer, tuple(sorted(opts.items())))
     if key not in _cache:
-        tok = vocab.load(tokenizer[:-4], register="chatml") if tokenizer and tokenizer.endswith("+reg") else tokenizer
-        _cache[key] = encoder.Encoder("chatml", tok, **opts)
+        tok = vocab.load(tokenizer[:-4], register=fmt) if tokenizer and tokenizer.endswith("+reg") else tokenizer
+        _cache[key] = encoder.Encoder(fmt, tok, **opts)
     return _cache[key]
+
+
+def enc_(tokenizer: str | None = None, **opts) -> encoder.Encoder:
+    return cached_encoder("chatml", tokenizer, **opts)
 
 
 # -- golden fixtures --------------------------------------------------------------------------
@@ -49,10 +54,19 @@ def render_case(case: dict) -> encoder.render.RenderResult:
 CASES = sorted(FIXTURES.glob("*.input.json"))
 
 
+def expected_path(path: Path) -> Path:
+    """``NAME.input.json`` -> ``NAME.expected.json`` (the golden output next to it)."""
+    return path.with_name(path.name.replace(".input.", ".expected."))
+
+
+def load_case(path: Path) -> tuple[dict, dict]:
+    """A golden fixture: (input case, expected output)."""
+    return json.loads(path.read_text("utf-8")), json.loads(expected_path(path).read_text("utf-8"))
+
+
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.name.split(".input")[0])
 def test_golden_fixture(path):
-    case = json.loads(path.read_text("utf-8"))
-    want = json.loads(path.with_name(path.name.replace(".input.", ".expected.")).read_text("utf-8"))
+    case, want = load_case(path)
     enc = enc_(**case["options"])
     r = render_case(case)
     text = enc.tokenizer.decode(r.ids.tolist())
@@ -517,8 +531,8 @@ def _regenerate() -> None:
         if "spec_text" in case and text != case["spec_text"]:
             raise SystemExit(f"{path.name}: render differs from the spec text:\n{text!r}\n{case['spec_text']!r}")
         out = {"text": text, "ids": r.ids.tolist(), "mask": r.mask.astype(int).tolist()}
-        path.with_name(path.name.replace(".input.", ".expected.")).write_text(json.dumps(out, ensure_ascii=False) + "\n")
-        print("wrote", path.name.replace(".input.", ".expected."))
+        expected_path(path).write_text(json.dumps(out, ensure_ascii=False) + "\n")
+        print("wrote", expected_path(path).name)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ import vocab  # noqa: E402
 
 FORMAT = "openchatml-2.2"
 CONTROLS = vocab.control_table(FORMAT).all_tokens
+MODEL_SPECIALS = ("<unk>", "<s>", "</s>")  # the trained models' own special tokens
 ALPHABET = list(string.ascii_letters + string.digits + string.punctuation + " \n")
 CORPUS = [
     "Hello world, this is a test.", "user assistant system message final analysis commentary",
@@ -57,7 +58,7 @@ def _with_byte_fallback(tok: tokenizers.Tokenizer) -> tokenizers.Tokenizer:
 @lru_cache(maxsize=None)
 def model_tokenizer(kind: str, scheme: str) -> tokenizers.Tokenizer:
     """A small trained SentencePiece-style (or byte-level) model tokenizer."""
-    specials = ["<unk>", "<s>", "</s>"]
+    specials = list(MODEL_SPECIALS)
     if kind == "bpe":
         tok = tokenizers.Tokenizer(models.BPE(unk_token="<unk>"))
         alphabet = pre_tokenizers.ByteLevel.alphabet() if scheme == "bytelevel" else ALPHABET
@@ -126,7 +127,8 @@ TEXT = st.text(alphabet=st.one_of(st.sampled_from(ALPHABET + ["\t"]),
 @settings(max_examples=60, deadline=None)
 @given(text=TEXT)
 def test_encode_text_is_the_run_after_a_control(case: Case, text: str) -> None:
-    assume(not any(c in text for c in CONTROLS))  # the whole-text reference would split them out
+    # the whole-text reference splits out special tokens; encode_text never parses them
+    assume(not any(c in text for c in (*CONTROLS, *MODEL_SPECIALS)))
     assert case.tok.encode_text(text) == case.after_control(text)
 
 

@@ -9,7 +9,8 @@ hierarchy lives here because ``vocab`` is the lowest layer and must not import
 
 from __future__ import annotations
 
-from typing import Any
+from enum import Enum
+from typing import Any, TypeVar
 
 
 class OcmlError(Exception):
@@ -158,6 +159,9 @@ def require(module: str, extra: str = "") -> Any:
 # -- argument checks for public entry points: a typed error naming the field, never a
 # traceback from deep inside (or a bare string silently split into characters).
 
+E = TypeVar("E", bound=Enum)
+
+
 def as_strings(value: Any, field: str) -> tuple[str, ...]:
     """A list of strings (a bare ``str`` is refused: iterating it would give characters)."""
     if isinstance(value, str) or not _iterable(value) or not all(isinstance(v, str) for v in value):
@@ -176,6 +180,15 @@ def as_ints(value: Any, field: str) -> tuple[int, ...]:
         return tuple(operator.index(v) for v in value)
     except TypeError:
         raise InputTypeError(f"{field} must be a list of integers, got {value!r}", field=field) from None
+
+
+def as_enum(value: Any, enum: type[E], field: str, what: str) -> E:
+    """``enum(value)`` (a member or its value), else ``UnknownNameError`` listing the choices."""
+    try:
+        return enum(value)
+    except ValueError:
+        raise UnknownNameError(f"unknown {what} {value!r}", field=field,
+                               hint="one of: " + ", ".join(str(m.value) for m in enum)) from None
 
 
 def expect(value: Any, types: type | tuple[type, ...], field: str, what: str) -> None:

@@ -354,38 +354,29 @@ class BracketScan:
         self.depth, self.in_string, self.escaped = depth, in_string, escaped
         return -1
 
+    def skip(self, s: str) -> None:
+        """Feed all of ``s``, on past closing brackets (depth may go below zero)."""
+        while (k := self.feed(s)) >= 0:
+            s = s[k:]
+
 
 def split_outputs(text: str) -> tuple[str, ...]:
     """``[A, B]`` -> ``("A", "B")``: split at ``", "`` outside strings and nested brackets."""
-    inner = text[1:-1]
+    scan = BracketScan()
+    scan.depth = 1  # inside the list's "["
     out: list[str] = []
-    depth = 0
-    in_string = escaped = False
-    start = 0
-    k = 0
-    n = len(inner)
-    while k < n:
-        ch = inner[k]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-        elif ch in "]}":
-            depth -= 1
-        elif depth == 0 and inner.startswith(OUTPUT_SEPARATOR, k):
-            out.append(inner[start:k])
-            k += len(OUTPUT_SEPARATOR)
-            start = k
-            continue
-        k += 1
-    out.append(inner[start:])
+    item: list[str] = []
+    for k, piece in enumerate(text[1:-1].split(OUTPUT_SEPARATOR)):
+        if k:
+            if scan.depth == 1 and not scan.in_string:  # a separator between items
+                out.append("".join(item))
+                item.clear()
+            else:
+                item.append(OUTPUT_SEPARATOR)
+                scan.skip(OUTPUT_SEPARATOR)
+        item.append(piece)
+        scan.skip(piece)
+    out.append("".join(item))
     return tuple(out)
 
 

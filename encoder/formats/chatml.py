@@ -188,7 +188,7 @@ class ChatML(Format):
         from .chatml_frames import ChatMLMachine
 
         return ChatMLMachine(strict=strict, role=role, emit=emit, roles=self.roles,
-                             literal=self.layout is Layout.LITERAL)
+                             literal=self.layout is Layout.LITERAL, terminators=self.stop_reasons(role))
 
     def stop_reasons(self, role: str | None) -> Mapping[str, str]:
         return FIM_ENDS if role == FIM_ROLE else CHAT_ENDS

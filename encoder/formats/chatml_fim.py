@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from vocab.errors import as_enum, expect
+
 from ..errors import InputError, InputTypeError, ParseError, UnknownNameError, UnrepresentableError
 from ..pieces import CTL, TXT, Piece
 
@@ -83,8 +85,7 @@ class FimDocument:
 def _str(value: Any, name: str, optional: bool = False) -> str | None:
     if value is None and optional:
         return None
-    if not isinstance(value, str):
-        raise InputTypeError(f"{name} must be a string, got {type(value).__name__}", field=name)
+    expect(value, str, name, "a string")
     return value
 
 
@@ -119,11 +120,7 @@ def fim_pieces(fmt: ChatML, *, prefix: Any, suffix: Any, middle: Any = None, ord
     path = _str(path, "path", optional=True)
     if path is not None and ("\n" in path or not path):
         raise InputError(f"path {path!r} is empty or has a newline", field="path")
-    try:
-        order = FimOrder(order)
-    except ValueError:
-        raise UnknownNameError(f"unknown fill-in-the-middle order {order!r}", field="order",
-                               hint="one of: " + ", ".join(o.value for o in FimOrder)) from None
+    order = as_enum(order, FimOrder, "order", "fill-in-the-middle order")
     if end is not None and end not in fmt.table.controls:
         raise InputError(f"end {end!r} is not a control of chatml", field="end",
                          hint="'</s>' (default), '<|file_separator|>', '<|im_end|>' or None")

@@ -15,16 +15,15 @@ fill-in-the-middle middle (after ``<|fim_middle|>``): one assistant message ende
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import HeaderError
 from ..frames import FrameMachine
 from ..headers import Header
-from .chatml import CHAT_ENDS, FIM_ENDS, FIM_ROLE
+from .chatml import FIM_ROLE
 
 START = "<|im_start|>"
-_FRAMING = ("<s>", "</s>")
 
 
 def parse_chatml_header(text: str, roles: tuple[str, ...], position: int | None = None) -> Header:
@@ -50,13 +49,16 @@ def parse_chatml_header(text: str, roles: tuple[str, ...], position: int | None 
 
 
 class ChatMLMachine(FrameMachine):
+    start = START
+    framing = ("<s>", "</s>")  # between frames: the conversation's framing
+
     def __init__(self, *, strict: bool, role: str | None, emit: Callable[[Any], None] | None,
-                 roles: tuple[str, ...], literal: bool) -> None:
+                 roles: tuple[str, ...], literal: bool, terminators: Mapping[str, str]) -> None:
         super().__init__(harmony=False, strict=strict, role=None, emit=emit)
         self.roles = roles
         fim = role == FIM_ROLE
         self.literal = literal and not fim
-        self.terminators = FIM_ENDS if fim else CHAT_ENDS
+        self.terminators = terminators  # ChatML.stop_reasons(role): the FIM middle ends at more
         if role is not None:  # prefilled "<|im_start|>ROLE\n" (or "<|fim_middle|>"): inside the content
             self._start(Header(role="assistant" if fim else role), 0)
 
@@ -72,49 +74,19 @@ class ChatMLMachine(FrameMachine):
                 return
         super().text(s, position)
 
-    def control(self, name: str, position: int) -> None:
-        self.last_control = name
-        ends = self.terminators
-        if self._skipped:
-            if self.state == "skip" and name != START and name not in ends:
-                self._skip(name, position)  # a control inside a skipped body: its text, with the body
-                return
-            self._flush_skipped()
-        st = self.state
-        if st == "content":
-            reason = ends.get(name)
-            if reason is not None:
-                self.close(reason, position)
-            elif name == START:
-                self.error("E-PARSE-UNTERMINATED", "a new message started before this one ended", position)
-                self.close("truncated", position)
-                self._begin()
-            else:
-                self.error("E-PARSE-STRAY-CONTROL", f"{name} inside message content", position)
-        elif st == "header":
-            if name == START:
-                self.error("E-PARSE-HEADER", f"{START} inside a header", position, self._header_text() or None)
-                self._begin()
-            elif name in ends:  # no newline after the header: an empty message
-                self.error("E-PARSE-HEADER", f"{name} before the header's newline", position)
-                self._open(position)
-                if self.state == "content":
-                    self.close(ends[name], position)
-                else:
-                    self.state = "expect_start"
-            else:
-                self.error("E-PARSE-STRAY-CONTROL", f"{name} inside a header", position)
-        elif st == "skip":
-            if name == START:
-                self._begin()
-            elif name in ends:
-                self.state = "expect_start"
-            else:
-                self._skip(name, position)
-        elif name == START:
+    def _header_control(self, name: str, position: int) -> None:
+        if name == START:
+            self.error("E-PARSE-HEADER", f"{START} inside a header", position, self._header_text() or None)
             self._begin()
-        elif name not in _FRAMING:  # <s> / </s> between frames: the conversation's framing
-            self.error("E-PARSE-STRAY-CONTROL", f"{name} where a message should start", position)
+        elif name in self.terminators:  # no newline after the header: an empty message
+            self.error("E-PARSE-HEADER", f"{name} before the header's newline", position)
+            self._open(position)
+            if self.state == "content":
+                self.close(self.terminators[name], position)
+            else:
+                self.state = "expect_start"
+        else:
+            self.error("E-PARSE-STRAY-CONTROL", f"{name} inside a header", position)
 
     def _open(self, position: int) -> None:
         text = self._header_text()

@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from vocab.errors import as_strings
+
 from ..encoder import Encoder
 from ..errors import InputError, OcmlError, UnknownNameError
 from ..pipeline.readers import Chunk, Kind, Position, columns_for
@@ -66,10 +68,10 @@ class OcmlRender:
         self.messages_field = _name(messages_field, "messages_field")
         self.tools_field = _name(tools_field, "tools_field")
         self.json_field = None if json_field is None else _name(json_field, "json_field")
-        self.outputs = tuple(_choice(o, list(RENDER_COLUMNS), "outputs") for o in _names(outputs, "outputs"))
+        self.outputs = tuple(_choice(o, list(RENDER_COLUMNS), "outputs") for o in as_strings(outputs, "outputs"))
         if not self.outputs:
             raise InputError("outputs is empty", field="outputs", hint=f"any of {list(RENDER_COLUMNS)}")
-        self.keep = _names(keep, "keep")
+        self.keep = as_strings(keep, "keep")
         clash = set(self.keep) & (set(RENDER_COLUMNS) | set(ERROR_COLUMNS))
         if clash:
             raise InputError(f"keep names output columns {sorted(clash)}", field="keep")
@@ -160,12 +162,6 @@ def _name(value: Any, field: str) -> str:
     if not isinstance(value, str) or not value:
         raise InputError(f"{field} must be a column name, got {value!r}", field=field)
     return value
-
-
-def _names(value: Any, field: str) -> tuple[str, ...]:
-    from vocab.errors import as_strings
-
-    return as_strings(value, field)
 
 
 def _choice(value: Any, choices: list[str], field: str) -> str:

@@ -101,16 +101,22 @@ def _from_results(results: Sequence[Any]) -> Docs:
             raise InputTypeError(f"docs[{i}] is a {type(r).__name__}, not a RenderResult or None", field="docs",
                                  hint="pass render/render_batch output or a ragged dict")
         index.append(i)
-    ok = [results[i] for i in index]
     skipped = [i for i, r in enumerate(results) if r is None]
-    if not ok:
-        return ragged_docs(np.zeros(0, np.int32), np.zeros(0, bool), np.zeros(1, np.int64), np.zeros(0, np.int64),
-                           np.zeros(0, np.int32), skipped=skipped)
-    offsets = np.zeros(len(ok) + 1, dtype=np.int64)
-    np.cumsum([len(r) for r in ok], out=offsets[1:])
-    return ragged_docs(np.concatenate([r.ids for r in ok]), np.concatenate([r.mask for r in ok]), offsets,
-                       np.array(index, dtype=np.int64), np.concatenate([r.message_index for r in ok]),
-                       skipped=skipped)
+    ids, mask, offsets, message_index = concat_results([results[i] for i in index])
+    return ragged_docs(ids, mask, offsets, np.array(index, dtype=np.int64), message_index, skipped=skipped)
+
+
+def concat_results(results: Sequence[Any], message_index: bool = True
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """``RenderResult``s -> flat ``ids``, ``mask``, ``offsets`` [n+1] and (if asked) ``message_index``."""
+    offsets = np.zeros(len(results) + 1, dtype=np.int64)
+    np.cumsum([len(r) for r in results], out=offsets[1:])
+
+    def cat(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
+        return np.concatenate(arrays) if arrays else np.zeros(0, dtype)
+
+    return (cat([r.ids for r in results], np.int32), cat([r.mask for r in results], bool), offsets,
+            cat([r.message_index for r in results], np.int32) if message_index else None)
 
 
 def as_docs(docs: Any) -> Docs:

@@ -19,7 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, InputTypeError, UnknownNameError
+from vocab.errors import as_enum
+
+from ..errors import InputError, InputTypeError
 from .bfd import best_fit_decreasing
 from .docs import Docs, as_array, ragged_docs, resolve_pad_id
 from .overlong import segments
@@ -32,11 +34,7 @@ CARRY_DIVISOR = 8         # at most window // CARRY_DIVISOR bins stay open
 
 
 def parse_overlong(value: Overlong | str) -> Overlong:
-    try:
-        return Overlong(value)
-    except ValueError:
-        raise UnknownNameError(f"unknown overlong policy {value!r}", field="overlong",
-                               hint="one of: drop, truncate, split") from None
+    return as_enum(value, Overlong, "overlong", "overlong policy")
 
 
 def positive_int(value: Any, name: str, hint: str) -> int:

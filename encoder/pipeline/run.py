@@ -443,8 +443,6 @@ def run(opts: PackOptions, log: IO[str] | None = None) -> RunResult:
 
 
 def _check(opts: PackOptions) -> None:
-    from ..pack import Packer  # noqa: F401 - fail early if the packer is unavailable
-
     if opts.pack and opts.seq_len is None:
         raise InputError("--seq-len is required when packing", code="E-USAGE", field="--seq-len",
                          hint="e.g. --seq-len 4096, or --no-pack for one row per conversation")

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import OcmlError
+from ..packing.docs import concat_results
 from .readers import Chunk, Kind
 from .records import conversation_from_record, drop_nulls
 
@@ -141,16 +142,10 @@ def render_chunk(enc: Any, chunk: Chunk, spec: RenderSpec) -> Rendered:
             ok.append(res)
             ok_locs.append(loc)
     errors.sort(key=lambda e: e.location)
-    lens = np.fromiter((len(r) for r in ok), dtype=np.int64, count=len(ok))
-    offsets = np.zeros(len(ok) + 1, dtype=np.int64)
-    np.cumsum(lens, out=offsets[1:])
-    cat = (lambda arrs, dt: np.concatenate(arrs) if arrs else np.zeros(0, dt))
-    return Rendered(
-        seq=chunk.seq, source=chunk.source,
-        ids=cat([r.ids for r in ok], np.int32), mask=cat([r.mask for r in ok], bool), offsets=offsets,
-        locations=np.asarray(ok_locs, dtype=np.int64),
-        message_index=cat([r.message_index for r in ok], np.int32) if spec.message_index else None,
-        errors=errors, records=len(decoded))
+    ids, mask, offsets, message_index = concat_results(ok, spec.message_index)
+    return Rendered(seq=chunk.seq, source=chunk.source, ids=ids, mask=mask, offsets=offsets,
+                    locations=np.asarray(ok_locs, dtype=np.int64), message_index=message_index,
+                    errors=errors, records=len(decoded))
 
 
 def _render_all(enc: Any, convs: list[Any]) -> list[Any]:

@@ -107,7 +107,7 @@ text.  Tables are built once per (encoder, stop strings) and cached.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -187,7 +187,7 @@ def tables_for(enc: Encoder, stop_strings: Sequence[str] = ()) -> ScannerTables:
         t = ScannerTables(tok.token_bytes_table, n, control_ids=control_ids, other_special_ids=specials,
                           text_controls=text_controls, escapable=bool(text_controls), stop_strings=key,
                           literal_controls=_LITERAL, token_text=None if shared is None else shared.token_text,
-                          run_prefix=getattr(tok, "run_prefix", b""))  # dropped where Encoder.parse drops it
+                          run_prefix=tok.run_prefix)  # dropped where Encoder.parse drops it
         cache[key] = t
     return t
 
@@ -368,20 +368,7 @@ class StreamDecoder:
         """End of stream: flush held bytes; a message still open is truncated."""
         if self._done:
             return []
-        end = self.scanner.index
-        self._ft = None
-        try:
-            self._atoms(self.scanner.finish(), end)
-            if self.stopped is None:
-                self._flush()
-                self._end_stream(end)
-        finally:  # strict mode raises from here: the stream is over either way
-            self.finished = True
-            self._done = True
-        out = self._out
-        res = out[:]
-        out.clear()
-        return res
+        return self._close_stream(self._end_stream)
 
     def cancel(self, reason: str = "cancelled") -> list[Event]:
         """End the stream on purpose (the client went away, the user pressed stop).
@@ -396,16 +383,24 @@ class StreamDecoder:
             raise InputTypeError(f"reason must be a non-empty string, got {reason!r}", field="reason")
         if self._done:
             return []
+
+        def stop(end: int) -> None:
+            self.cancel_reason = reason
+            self.fm.cancel(end)
+            self._stop("cancel", None, end, end)
+
+        return self._close_stream(stop)
+
+    def _close_stream(self, close: Callable[[int], None]) -> list[Event]:
+        """``finish``/``cancel``: flush held bytes, then ``close(end)`` unless a stop came first."""
         end = self.scanner.index
         self._ft = None
         try:
             self._atoms(self.scanner.finish(), end)
             if self.stopped is None:
                 self._flush()
-                self.cancel_reason = reason
-                self.fm.cancel(end)
-                self._stop("cancel", None, end, end)
-        finally:
+                close(end)
+        finally:  # strict mode raises from here: the stream is over either way
             self.finished = True
             self._done = True
         out = self._out
