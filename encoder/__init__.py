@@ -22,15 +22,13 @@ __all__ = [
     "PackReport", "Packed", "Packer", "RenderResult", "pack", "to_conversation", "to_interchange",
 ]
 
-# ``import encoder; encoder.stops.stop_ids(...)`` works without importing the submodule first.
-_SUBMODULES = frozenset({"adapters", "cot", "errors", "events", "formats", "frames", "headers", "interchange", "masks",
-                         "messages", "pack", "parse", "pieces", "render", "stops", "stream", "textenc", "transcript",
-                         "cli", "pipeline", "integrations", "template"})
 
-
+# ``import encoder; encoder.stops.stop_ids(...)`` works without importing the submodule first
+# (any submodule: derived from the package, not a list to keep in step).
 def __getattr__(name: str):  # type: ignore[no-untyped-def]
-    if name in _SUBMODULES:
-        import importlib
+    import importlib
+    import importlib.util
 
+    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

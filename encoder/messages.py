@@ -6,11 +6,11 @@ turn these into pieces.  Messages are frozen so renderers can cache on them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any
 
-from .fastinit import fast_constructor
+from .fastinit import fast_constructor, fast_replace
 
 
 class Mode(str, Enum):
@@ -65,7 +65,8 @@ class Message:
         return self.role == "assistant" and self.recipient is not None and self.recipient != "all"
 
     def with_(self, **changes: Any) -> Message:
-        return replace(self, **changes)
+        """``dataclasses.replace`` at a third of its cost (``fastinit.fast_replace``)."""
+        return _replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
         """Canonical dict (None fields omitted); ``adapters`` reads it back unchanged."""
@@ -87,6 +88,7 @@ class Message:
 #: ``Message(...)`` (positional) without the frozen ``__init__``: adapters build one per input message.
 new_message = fast_constructor(Message, ("user", "x", "final", None, None, "n", None, None, None, None, None, None, 3,
                                          "content"))
+_replace = fast_replace(Message, new_message)
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ..adapters import ChatStyle, with_fields
+from ..adapters import ChatStyle
 from ..errors import CallSchemaError, InputError
 from ..messages import Conversation, Message, Options
 from ..pieces import CTL, TXT, MessagePlan, Piece
@@ -75,7 +75,7 @@ class HarmonyFormat(Format):
             if conv.options.wants_system and not has_system:
                 out = _synthesize(out, conv.options)
         # Harmony headers have no call_id / intent (gpt-oss never saw them): dropped, not rendered.
-        out = [with_fields(m, call_id=None, intent=None) if (m.call_id or m.intent) else m for m in out]
+        out = [m.with_(call_id=None, intent=None) if (m.call_id or m.intent) else m for m in out]
         return Conversation(tuple(out), conv.options, chat=conv.chat)
 
     def is_final(self, m: Message) -> bool:
@@ -131,7 +131,7 @@ def _synthesize(msgs: list[Message], opt: Options, chat: bool = False) -> list[M
         if chat:
             break
     if chat:
-        rest = [with_fields(m, role="developer") if m.role == "system" else m for m in rest]
+        rest = [m.with_(role="developer") if m.role == "system" else m for m in rest]
     out = _head(opt, lead, lead_source if lead else None)
     existing_dev = [m for m in rest if m.role == "developer" and isinstance(m.structured, DeveloperContent)]
     if existing_dev and len(out) > 1:

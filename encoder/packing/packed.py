@@ -37,6 +37,12 @@ class Overlong(str, Enum):
     SPLIT = "split"        # cut into seq_len pieces, each packed as its own document (reported)
 
 
+def fill_rate(tokens: int, rows: int, seq_len: int) -> float:
+    """Packed tokens / row capacity: the one formula for every report (0.0 before any row)."""
+    cap = rows * seq_len
+    return tokens / cap if cap else 0.0
+
+
 @dataclass(frozen=True, slots=True)
 class OverlongRecord:
     """One overlong document and what was done to it."""
@@ -78,8 +84,7 @@ class PackReport:
     @property
     def fill_rate(self) -> float:
         """Document tokens / row capacity (1.0 = no padding); 0.0 before any row."""
-        cap = self.rows * self.seq_len
-        return self.tokens / cap if cap else 0.0
+        return fill_rate(self.tokens, self.rows, self.seq_len)
 
     @property
     def dropped_tokens(self) -> int:

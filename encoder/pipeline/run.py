@@ -40,6 +40,7 @@ from typing import IO, Any
 import numpy as np
 
 from ..errors import InputError, OcmlError
+from ..packing.packed import fill_rate
 from .readers import Position, Source, count_records, iter_chunks, resolve
 from .report import LengthHistogram, error_summary, format_error, format_report, write_json
 from .shards import IGNORE, NPY_DIR, PARQUET_DIR, Block, ShardWriter, remove_shards_from, shard_name
@@ -139,8 +140,7 @@ class PackTotals:
 
     @property
     def fill_rate(self) -> float:
-        cap = self.rows * self.seq_len
-        return self.tokens / cap if cap else 0.0
+        return fill_rate(self.tokens, self.rows, self.seq_len)
 
 
 @dataclass
