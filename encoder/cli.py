@@ -162,7 +162,7 @@ def _cmd_pack(args: argparse.Namespace) -> int:
     outputs = ("parquet", "npy") if args.output == "both" else (args.output,)
     opts = PackOptions(
         inputs=tuple(args.inputs), out=Path(args.out), format=args.format, tokenizer=args.tokenizer,
-        seq_len=args.seq_len, mask=args.mask, cot=args.cot, workers=args.workers,
+        model=args.model, seq_len=args.seq_len, mask=args.mask, cot=args.cot, workers=args.workers,
         messages_field=args.messages_field, tools_field=args.tools_field, overlong=args.overlong,
         strict=args.strict, shard_size=args.shard_size, pack=not args.no_pack, outputs=outputs,
         window=args.window, pad_id=args.pad_id, overwrite=args.overwrite, progress=args.progress)
@@ -237,10 +237,16 @@ def _add_pack(sub: Any) -> None:
                    "run of the same command, which is resumed)")
     p.add_argument("--seq-len", type=int, default=None, metavar="N", help="row length in tokens (required unless "
                    "--no-pack)")
-    p.add_argument("--format", default="openchatml-2.2", choices=_formats(), help="chat format (default %(default)s)")
+    p.add_argument("--format", default=None, choices=_formats(),
+                   help="chat format (default openchatml-2.2, or detected from --model; with --model, the given "
+                        "format is compared with the model's template and a mismatch is a warning)")
     p.add_argument("--tokenizer", default=None, metavar="NAME",
                    help=f"{', '.join(vocab.encoding_names())}, a .tiktoken path, or an HF tokenizer folder / "
                         "tokenizer.json (default: the format's own, control tokens registered)")
+    p.add_argument("--model", default=None, metavar="DIR",
+                   help="a local HF model folder: its tokenizer (special tokens at its ids), and its format, "
+                        "detected by rendering probe conversations with its chat template and with each ocml "
+                        "format and comparing ids (exit 2 naming the closest format when none matches)")
     p.add_argument("--mask", default="default", choices=list(NAMED_MASKS),
                    help="loss-mask policy (default: what the model generates: every assistant message after its "
                         "generation prompt, terminator included). last = last assistant turn only; final = final "

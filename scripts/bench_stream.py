@@ -1,6 +1,6 @@
 """Stream decoder cost vs openai-harmony, per token, measured in one run.
 
-    /work/venv/bin/python scripts/bench_stream.py [--tokens 4000] [--reps 7]
+    python scripts/bench_stream.py [--tokens 4000] [--reps 7]
 
 Streams one long generated gpt-oss style assistant turn (analysis + final, after the
 ``<|start|>assistant`` prefill) token by token through:

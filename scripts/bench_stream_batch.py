@@ -1,6 +1,6 @@
 """Batched stream decoding cost per token: BatchDecoder.step vs per-row loops, in one run.
 
-    /work/venv/bin/python scripts/bench_stream_batch.py [--rows 64] [--steps 1000] [--reps 5]
+    python scripts/bench_stream_batch.py [--rows 64] [--steps 1000] [--reps 5]
                                                         [--sizes 1,4,8,16,64]
 
 B rows, each its own generated gpt-oss style assistant turn (analysis + final, ~``steps``

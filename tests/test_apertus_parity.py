@@ -1,5 +1,5 @@
 """``apertus`` against the reference template (swiss-ai/apertus_format ``chat_template.jinja``,
-e473d76, kept in ``/work/shared/refdata``; compared against, never copied), rendered the way
+e473d76, kept in ``../shared/refdata``; compared against, never copied), rendered the way
 transformers renders chat templates.
 
 On that repository's own examples and on generated conversations (blocks and string shapes,
@@ -15,20 +15,17 @@ from __future__ import annotations
 import datetime
 import json
 import random
-from pathlib import Path
 
 import pytest
+from shared_data import shared
 
 import encoder
 from gen import schema
 from test_apertus import CONTROLS, conversation, words
 
 render_jinja_template = pytest.importorskip("transformers.utils.chat_template_utils").render_jinja_template
-REFDATA = Path("/work/shared/refdata")
-TEMPLATE_PATH = REFDATA / "apertus_format.chat_template.jinja"
-if not TEMPLATE_PATH.exists():
-    pytest.skip("the Apertus reference template is not available", allow_module_level=True)
-TEMPLATE = TEMPLATE_PATH.read_text("utf-8")
+REFDATA = shared("refdata")
+TEMPLATE = shared("refdata/apertus_format.chat_template.jinja").read_text("utf-8")
 
 
 def template(msgs, tools, *, add_generation_prompt=False, enable_thinking=False) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from shared_data import shared
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -467,9 +468,7 @@ def test_fim_decoder_and_stops():
 
 
 def test_fim_matches_qwen_coder_prompts():
-    ref = Path("/work/shared/refdata/fixtures/fim.qwen2.5-coder-examples.json")
-    if not ref.exists():
-        pytest.skip("reference data not available")
+    ref = shared("refdata/fixtures/fim.qwen2.5-coder-examples.json")
     enc = enc_()
     cases = json.loads(ref.read_text("utf-8"))["cases"]
     file_level = cases[0]

@@ -15,6 +15,7 @@ import random
 from pathlib import Path
 
 import pytest
+from shared_data import shared
 
 import encoder
 import vocab
@@ -90,9 +91,7 @@ def test_generated_conversations_match_the_qwen25_template(base):
 
 
 def test_qwen_function_calling_documentation_example():
-    ref = Path("/work/shared/refdata/fixtures/chatml-qwen2.5.qwen-docs.json")
-    if not ref.exists():
-        pytest.skip("reference data not available")
+    ref = shared("refdata/fixtures/chatml-qwen2.5.qwen-docs.json")
     enc = encoder.Encoder("chatml", default_system=QWEN_SYSTEM)
     for case in json.loads(ref.read_text("utf-8"))["cases"]:
         conv = {"messages": case["messages"], "tools": case["tools"]}

@@ -72,8 +72,9 @@ class PackOptions:
 
     inputs: tuple[str, ...]
     out: Path
-    format: str = "openchatml-2.2"
+    format: str | None = None        # None: openchatml-2.2, or detected from --model
     tokenizer: str | None = None
+    model: str | None = None         # a local HF model folder: its tokenizer, its format (pack_encoder)
     seq_len: int | None = None
     mask: str = "default"
     cot: str = "default"
@@ -97,7 +98,8 @@ class PackOptions:
         """The options the output depends on (part of the fingerprint; workers / progress /
         strict / overwrite are not: they never change a byte of the output)."""
         return {
-            "format": enc.format_name, "tokenizer": enc.tokenizer.name, "vocab": enc.tokenizer.fingerprint,
+            "format": enc.format_name, "format_options": enc.format.init_options(),
+            "tokenizer": enc.tokenizer.name, "vocab": enc.tokenizer.fingerprint,
             "mask": _policy(enc.mask), "cot": enc.cot.value, "seq_len": self.seq_len, "pack": self.pack,
             "overlong": self.overlong, "window": self.window, "pad_id": self.pad_id, "shard_size": self.shard_size,
             "outputs": list(self.outputs), "messages_field": self.messages_field, "tools_field": self.tools_field,
@@ -248,6 +250,7 @@ class _Run:
                  progress: dict[str, Any] | None, log: IO[str]) -> None:
         self.opts, self.enc, self.sources, self.fp, self.inputs, self.log = opts, enc, sources, fp, inputs, log
         self.out = opts.out
+        self.detection: dict[str, Any] | None = None   # --model: the manifest's record of format detection
         self.workers = opts.workers or default_workers()
         ck = progress["checkpoint"] if progress else None
         self.resumed_shards = progress["shards"] if ck else 0
@@ -390,13 +393,13 @@ class _Run:
 
 def run(opts: PackOptions, log: IO[str] | None = None) -> RunResult:
     """Run (or resume) one pack job; raises ``OcmlError`` for bad arguments / inputs."""
-    from ..encoder import Encoder
+    from .pack_encoder import pack_encoder
 
     log = log or sys.stderr
     t0 = time.perf_counter()
     _check(opts)
     sources = resolve(opts.inputs)
-    enc = Encoder(opts.format, opts.tokenizer, mask=opts.mask, cot=opts.cot)
+    enc, detection = pack_encoder(opts, log)
     inputs = input_fingerprint(sources)
     fp = fingerprint(inputs, opts.output_key(enc))
     progress = _prepare_out(opts.out, fp, opts.overwrite)
@@ -404,6 +407,7 @@ def run(opts: PackOptions, log: IO[str] | None = None) -> RunResult:
         report = json.loads((opts.out / "report.json").read_text("utf-8"))
         return RunResult(report, 0, format_report(report), already_done=True)
     state = _Run(opts, enc, sources, fp, inputs, progress, log)
+    state.detection = detection
     if state.resumed_shards:
         state._say(f"ocml: resuming {opts.out} after shard {state.resumed_shards - 1} "
                    f"({state.resumed_shards} complete shard(s) kept)")
@@ -513,6 +517,7 @@ def _final_report(opts: PackOptions, enc: Any, state: _Run, sources: list[Source
         "counts": report["counts"] | ({"trained_labels": pack["trained_tokens"], "fill_rate": pack["fill_rate"]}
                                       if pack else {}),
         "inputs": inputs, "options": opts.output_key(enc),
+        "model": state.detection,
     }
     write_json(out / "manifest.json", manifest)
     write_json(out / "report.json", report)
