@@ -547,6 +547,7 @@ class RecipeRun:
                                            "rows": splits["train"]["rows"], "checkpoint": None})
         for sp in (self.docs, self.meta, *self.rows.values()):
             sp.remove()
+        (self.state / SPOOL_DIR).rmdir()
         return report
 
 
