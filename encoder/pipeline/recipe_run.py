@@ -392,7 +392,7 @@ class RecipeRun:
             return 0
 
         def on_shard(k: int, rows: int) -> None:
-            _fault("shard", k)
+            _fault("shard" if split == "train" else f"{split}-shard", k)
             written = {**self.progress.get("written", {}), split: k + 1}
             self._save("write", written=written)
             _fault("progress", k)
