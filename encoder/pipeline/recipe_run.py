@@ -582,7 +582,7 @@ def format_recipe_report(r: dict[str, Any]) -> str:
             continue
         order = sp.get("order")
         corr = (f", docs-per-row vs row index r={order['row_docs_correlation']:+.3f} "
-                f"(packer order {order['packer_order_correlation']:+.3f})" if order else "")
+                f"(packer order {order['packer_order_correlation']:+.3f})" if order and order["rows"] >= 10 else "")
         lines.append(f"  {split:<11} {sp['documents']:,} documents -> {sp['rows']:,} rows in "
                      f"{len(sp['shards'])} shard(s){corr}")
     return "\n".join(lines)
