@@ -249,3 +249,23 @@ def test_cli_without_recipe_file(data: Path, tmp_path: Path, capsys: pytest.Capt
     assert "E-RECIPE" in capsys.readouterr().err
     assert main(["pack", str(data / "a.jsonl"), "--recipe", str(out / "recipe.yaml"), "--out", str(out / "y")]) == 2
     assert "drop --recipe" in capsys.readouterr().err
+
+
+def test_per_source_settings_apply_and_no_pack(data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                               contents: dict[str, list[tuple[int, ...]]]) -> None:
+    import io
+
+    log = io.StringIO()
+    rec = resolve_recipe({"pack": False, "progress": True, "workers": 1, "plot": False, "sources": [
+        {"path": str(data / "b.parquet"), "name": "all"},
+        {"path": str(data / "b.parquet"), "name": "untrained", "mask": "none"}]})
+    res = run_recipe(rec, tmp_path / "o", log=log)
+    assert "ocml pack (recipe)" in log.getvalue()  # progress: true shows the bar
+    src = {s["name"]: s for s in res.report["recipe"]["sources"]}
+    assert src["untrained"]["trained_tokens"] == 0 < src["all"]["trained_tokens"]
+    assert src["untrained"]["duplicates"] == 30  # the same conversations again (dedup off: kept)
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(next((tmp_path / "o" / "data").glob("train-*.parquet"))).to_pylist()
+    assert set(rows[0]) == {"input_ids", "labels", "assistant_masks"} and len(rows) == 60
+    assert Counter(tuple(r["input_ids"]) for r in rows) == Counter(contents["b"] * 2)

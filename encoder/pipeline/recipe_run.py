@@ -40,7 +40,7 @@ from ..errors import InputError
 from .content import KEY_WORDS, content_keys
 from .dedup import first_occurrences
 from .mix import weighted_take
-from .readers import Position, Source, iter_chunks, resolve
+from .readers import Position, Source, count_records, iter_chunks, resolve
 from .recipe import Recipe, dump_recipe, expand_path
 from .report import LengthHistogram, error_summary, format_error, format_report, write_json
 from .run import (ERRORS, LOC_BITS, OVERLONG, PROGRESS, STATE_DIR, WRITE_TOKENS, PackTotals, RunResult, StrictStop,
@@ -158,6 +158,7 @@ class RecipeRun:
         first = ck["source"] if ck else 0
         pos = Position.from_dict(ck["position"]) if ck and ck["position"] else None
         n_ck = 0
+        bar: Any = None
 
         def checkpoint(si: int, at: Position | None) -> None:
             nonlocal n_ck
@@ -187,17 +188,35 @@ class RecipeRun:
 
                 tokens = 0
                 with RenderPool(self.encoders[si], rspec, self.workers) as pool:
+                    if bar is None:  # after the first pool has forked: the bar's thread would block fork
+                        bar = self._bar(sum(c.records for c in counts))
                     for rendered in pool.map(tracked()):
                         end = ends.pop(rendered.seq)
                         tokens += self._consume(si, rendered, counts[si], hist, errors)
+                        if bar:
+                            bar.update(rendered.records)
                         if tokens >= r.epoch_tokens:
                             checkpoint(si, end)
                             tokens = 0
                 checkpoint(si + 1, None)
         finally:
+            if bar:
+                bar.close()
             errors.close()
             self.docs.close()
             self.meta.close()
+
+    def _bar(self, done: int) -> Any:
+        """A progress bar over the scan (the phase that renders), as ``ocml pack`` shows one."""
+        show = self.recipe.progress if self.recipe.progress is not None else self.log.isatty()
+        if not show:
+            return False
+        from tqdm import tqdm
+
+        counts = [count_records(f) for f in self.files]
+        total = sum(counts) if all(c is not None for c in counts) else None  # type: ignore[misc]
+        return tqdm(total=total, initial=done, unit=" rec", file=self.log, dynamic_ncols=True, smoothing=0.1,
+                    desc="ocml pack (recipe)")
 
     def _consume(self, si: int, rd: Rendered, c: SourceCounts, hist: LengthHistogram, errors: IO[str]) -> int:
         c.records += rd.records
