@@ -68,7 +68,7 @@ def main() -> None:
                                  "sources": [{"path": p} for p in inputs]})
         plain_t, recipe_t, peak = [], [], [0]
         rep_plain = rep_recipe = None
-        for k in range(args.reps):
+        for _ in range(args.reps):
             t0 = time.perf_counter()
             rep_plain = run(PackOptions(inputs=tuple(inputs), out=tmp / "plain", seq_len=args.seq_len,
                                         workers=args.workers, plot=False, overwrite=True)).report
