@@ -102,3 +102,14 @@ def test_ray_split_weight_shuffle(ray_local: Any, rendered: Any) -> None:
     assert Counter(shuffled) == Counter(tuples(rendered)) and shuffled != tuples(rendered)
     with pytest.raises(InputError, match="fraction only"):
         rx.ray_split(ds, 10)
+
+
+def test_apply_recipe_takes_ocml_packs_documents(rendered: Any, source: Path, tmp_path: Path) -> None:
+    rec = resolve_recipe({"seed": 4, "seq_len": 4096, "validation": 0.25, "dedup": "exact", "workers": 1,
+                          "plot": False, "sources": [{"path": str(source), "name": "a", "weight": 1.5,
+                                                      "max_samples": 40}]})
+    run_recipe(rec, tmp_path / "o")
+    parts = rx.apply_recipe(rendered, rec)
+    assert Counter(tuples(parts["train"])) == Counter(documents(tmp_path / "o", "train"))
+    assert Counter(tuples(parts["validation"])) == Counter(documents(tmp_path / "o", "validation"))
+    assert len(parts["train"]) == 40

@@ -10,10 +10,12 @@ the same order.
 ``datasets`` (a global view: every rule)::
 
     from encoder.integrations import recipe
+    from encoder.pipeline import read_recipe_file, resolve_recipe
     tok = render_dataset(ds, "harmony")                         # + a "source" column naming each row's source
     parts = recipe.split_rendered(tok, validation=0.01, seed=7)  # DatasetDict(train, validation)
     train, seen = recipe.dedup_rendered(parts["train"])
     train = recipe.mix_rendered(train, {"chat": 2, "tools": 0.5}, seed=7, max_samples={"tools": 1000})
+    parts = recipe.apply_recipe(tok, resolve_recipe(read_recipe_file("recipe.yaml")))  # all of it at once
 
 Ray Data (streaming: rules that need no global view): ``ray_split`` (fraction form),
 ``ray_weight`` (integer part exact; fractional part by a seeded per-content draw, so its
@@ -107,6 +109,30 @@ def mix_rendered(ds: Any, weights: Mapping[str, float] | float, *, seed: int = 0
     return ds.select(idx)
 
 
+def apply_recipe(rendered: Any, recipe: Any, *, source_column: str = "source") -> Any:
+    """A whole recipe (``pipeline.recipe.Recipe``: its seed, validation, dedup, each source's
+    weight and max_samples, shuffle) on rendered rows whose ``source_column`` holds the
+    source names: ``DatasetDict(train=..., validation=...)``, the same documents as
+    ``ocml pack --recipe`` takes (packing stays with ``pack_dataset``)."""
+    datasets = require("datasets", "hf")
+    if recipe.validation is not None:
+        parts = split_rendered(rendered, recipe.validation.to_value(), seed=recipe.seed)
+        train, val = parts["train"], parts["validation"]
+    else:
+        keys, valid = _keys(rendered)
+        train, val = rendered.select(np.flatnonzero(valid)), rendered.select([])
+    if recipe.dedup == "exact":
+        train, _ = dedup_rendered(train)
+        val, _ = dedup_rendered(val)
+    weights = {s.name: s.weight for s in recipe.sources}
+    caps = {s.name: s.max_samples for s in recipe.sources if s.max_samples is not None}
+    train = mix_rendered(train, weights, seed=recipe.seed, source_column=source_column, max_samples=caps,
+                         shuffle=recipe.shuffle)
+    if recipe.shuffle:
+        val = val.select(permutation(len(val), recipe.seed, "validation-documents"))
+    return datasets.DatasetDict({"train": train, "validation": val})
+
+
 # -- Ray Data ---------------------------------------------------------------------------------------
 
 class _SplitFn:
@@ -155,4 +181,4 @@ def ray_shuffle(ds: Any, seed: int = 0) -> Any:
     return ds.random_shuffle(seed=seed)
 
 
-__all__ = ["dedup_rendered", "keys_of", "mix_rendered", "ray_shuffle", "ray_split", "ray_weight", "split_rendered"]
+__all__ = ["apply_recipe", "dedup_rendered", "keys_of", "mix_rendered", "ray_shuffle", "ray_split", "ray_weight", "split_rendered"]
