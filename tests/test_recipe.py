@@ -107,6 +107,17 @@ def test_unreadable_recipe_files(tmp_path: Path, text: str, code: str) -> None:
         read_recipe_file(tmp_path / "missing.yaml")
 
 
+def test_glob_sources(tmp_path: Path) -> None:
+    from encoder.pipeline.recipe import expand_path
+
+    for n in ("b.jsonl", "a.jsonl", "c.txt"):
+        (tmp_path / n).write_text("")
+    assert expand_path(str(tmp_path / "*.jsonl")) == [str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")]
+    assert expand_path(str(tmp_path / "c.txt")) == [str(tmp_path / "c.txt")]
+    with pytest.raises(RecipeError, match="matches no file"):
+        expand_path(str(tmp_path / "*.parquet"))
+
+
 def test_reasoning_is_passed_to_the_encoder_only_when_set() -> None:
     assert SourceSpec("a", "a").encoder_kwargs() == {"mask": "default", "cot": "default"}
     assert SourceSpec("a", "a", reasoning="drop").encoder_kwargs()["reasoning"] == "drop"

@@ -519,8 +519,9 @@ class RecipeRun:
                     "overlong_file": OVERLONG, "overlong_documents": []}
         dirs = [d + "/" for d, o in ((PARQUET_DIR, "parquet"), (NPY_DIR, "npy")) if o in r.outputs]
         report = {
-            "out": str(out), "format": enc.format_name, "tokenizer": enc.tokenizer.name, "mask": r.mask,
-            "cot": r.cot, "inputs": [i["path"] for i in self.inputs],
+            "out": str(out), "format": enc.format_name, "tokenizer": enc.tokenizer.name,
+            "mask": _common([s.mask for s in r.sources]), "cot": _common([s.cot for s in r.sources]),
+            "inputs": [i["path"] for i in self.inputs],
             "counts": {"records": tot["records"], "documents": tot["documents"], "bad_records": tot["rejected"],
                        "tokens": tot["tokens"], "trained_tokens": tot["trained_tokens"],
                        "rows": splits["train"]["rows"]},
@@ -568,6 +569,11 @@ class RecipeRun:
             sp.remove()
         (self.state / SPOOL_DIR).rmdir()
         return report
+
+
+def _common(values: list[str]) -> str:
+    """The sources' shared setting, or ``per source`` (each source's is in the recipe)."""
+    return values[0] if len(set(values)) == 1 else "per source"
 
 
 def run_recipe(recipe: Recipe, out: Path | str | None = None, log: IO[str] | None = None) -> RunResult:
