@@ -45,14 +45,13 @@ from .recipe import Recipe, dump_recipe, expand_path
 from .report import LengthHistogram, error_summary, format_error, format_report, write_json
 from .run import (ERRORS, LOC_BITS, OVERLONG, PROGRESS, STATE_DIR, WRITE_TOKENS, PackTotals, RunResult, StrictStop,
                   _fault, _policy, _prepare_out, _reopen, fingerprint, input_fingerprint, ocml_version)
-from .shards import IGNORE, NPY_DIR, PARQUET_DIR, Block, ShardWriter, remove_shards_from, shard_name
+from .shards import IGNORE, NPY_DIR, PARQUET_DIR, SPLITS, Block, ShardWriter, remove_shards_from, shard_name
 from .shuffle import order_correlation, permutation
 from .split import validation_mask
 from .spool import Spool, ranges
 from .workers import RecordError, Rendered, RenderPool, RenderSpec, default_workers
 
 SPOOL_DIR = "spool"
-SPLITS = ("train", "validation")
 DOC_COLUMNS = {"ids": np.int32, "mask": np.uint8, "message_index": np.int32}
 META_COLUMNS = {"length": np.int64, "trained": np.int64, "file": np.int32, "location": np.int64,
                 "source": np.int32, "key": np.uint64}
