@@ -157,17 +157,19 @@ def _cmd_formats(args: argparse.Namespace) -> int:
 
 
 def _cmd_pack(args: argparse.Namespace) -> int:
+    from .pipeline.recipe_cli import check_plain_run, is_recipe_run, run_from_args
     from .pipeline.run import PackOptions, StrictStop, run
 
+    recipe = is_recipe_run(args) or check_plain_run(args)  # --recipe / --seed / ...: pipeline.recipe_run
     outputs = ("parquet", "npy") if args.output == "both" else (args.output,)
-    opts = PackOptions(
+    opts = None if recipe else PackOptions(
         inputs=tuple(args.inputs), out=Path(args.out), format=args.format, tokenizer=args.tokenizer,
         model=args.model, seq_len=args.seq_len, mask=args.mask, cot=args.cot, workers=args.workers,
         messages_field=args.messages_field, tools_field=args.tools_field, overlong=args.overlong,
         strict=args.strict, shard_size=args.shard_size, pack=not args.no_pack, outputs=outputs,
         window=args.window, pad_id=args.pad_id, overwrite=args.overwrite, progress=args.progress)
     try:
-        result = run(opts)
+        result = run_from_args(args) if recipe else run(opts)
     except StrictStop as exc:
         print(f"ocml: {exc}", file=sys.stderr)
         return EXIT_FAILED
@@ -230,11 +232,11 @@ def _add_pack(sub: Any) -> None:
             "interruption resumes from the last complete shard.", 79),
         epilog=EPILOG + "\nexample:\n  ocml pack examples/sample --seq-len 4096 --out packed/\n",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("inputs", nargs="+", metavar="INPUT",
+    p.add_argument("inputs", nargs="*", metavar="INPUT",
                    help="JSON Lines files (.jsonl, .gz, .zst), JSON files (an array of records), Parquet files, "
                         "folders of such shards, or a datasets.save_to_disk folder (a DatasetDict: its train split)")
-    p.add_argument("--out", required=True, metavar="DIR", help="output folder (created; must be empty or a previous "
-                   "run of the same command, which is resumed)")
+    p.add_argument("--out", default=None, metavar="DIR", help="output folder (created; must be empty or a previous "
+                   "run of the same command, which is resumed; a recipe may name it as out:)")
     p.add_argument("--seq-len", type=int, default=None, metavar="N", help="row length in tokens (required unless "
                    "--no-pack)")
     p.add_argument("--format", default=None, choices=_formats(),
@@ -286,7 +288,10 @@ def _add_pack(sub: Any) -> None:
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr with records/s and tokens/s (default: when stderr is a terminal)")
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
-    p.set_defaults(fn=_cmd_pack)
+    from .pipeline.recipe_cli import add_recipe_arguments
+
+    add_recipe_arguments(p)
+    p.set_defaults(fn=_cmd_pack, pack_parser=p)  # pack_parser: which flags were given (they override a recipe)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -321,6 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        args.argv = list(sys.argv[1:] if argv is None else argv)  # ocml pack --recipe: flags given override it
         try:
             code = int(args.fn(args))
             sys.stdout.flush()  # a closed pipe shows up here, not in an exit-time flush

@@ -2,12 +2,16 @@
 
 ``records`` finds the conversation in a dataset record; ``readers`` streams records from
 files; ``workers`` renders them in processes; ``shards`` writes output atomically;
-``report`` summarises; ``run`` ties them together.
+``report`` summarises; ``run`` ties them together.  Recipes (several sources, weights,
+seed, validation split, dedup, shuffle): ``recipe`` (the file), ``recipe_run`` (the run).
 """
 
 from __future__ import annotations
 
 from .records import conversation_from_record
+from .recipe import Recipe, read_recipe_file, resolve_recipe
+from .recipe_run import run_recipe
 from .run import PackOptions, RunResult, run
 
-__all__ = ["PackOptions", "RunResult", "conversation_from_record", "run"]
+__all__ = ["PackOptions", "Recipe", "RunResult", "conversation_from_record", "read_recipe_file", "resolve_recipe",
+           "run", "run_recipe"]

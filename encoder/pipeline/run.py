@@ -50,7 +50,8 @@ STATE_DIR = ".ocml"
 PROGRESS = "progress.json"
 ERRORS = "errors.jsonl"
 OVERLONG = "overlong.jsonl"  # every dropped / truncated / split document, by file and line
-ARTEFACTS = (PARQUET_DIR, NPY_DIR, STATE_DIR, "manifest.json", "report.json", ERRORS, OVERLONG, "lengths.png")
+ARTEFACTS = (PARQUET_DIR, NPY_DIR, STATE_DIR, "manifest.json", "report.json", ERRORS, OVERLONG, "lengths.png",
+             "recipe.yaml")  # recipe.yaml: the resolved recipe a recipe run writes (pipeline.recipe_run)
 OUTPUTS = ("parquet", "npy")
 LOC_BITS = 40           # document index = source << 40 | location (what the packer reports back)
 WRITE_TOKENS = 1 << 20  # tokens converted / written at a time (bounds the conversion copies)

@@ -37,8 +37,11 @@ NPY_DIR = "npy"
 _NPY_HEADER = 128  # fixed header size, so the shape can be written once the row count is known
 
 
-def shard_name(k: int) -> str:
-    return f"train-{k:05d}"
+SPLITS = ("train", "validation")  # shard name prefixes (a recipe's validation split: validation-NNNNN)
+
+
+def shard_name(k: int, split: str = "train") -> str:
+    return f"{split}-{k:05d}"
 
 
 @dataclass
@@ -233,8 +236,10 @@ class ShardWriter:
     interrupted run) are dropped, so a resumed run writes exactly the shards that were missing."""
 
     def __init__(self, out: Path, *, packed: bool, seq_len: int, shard_rows: int, parquet: bool, npy: bool,
-                 skip_rows: int = 0, on_shard: Callable[[int, int], None] | None = None) -> None:
+                 skip_rows: int = 0, on_shard: Callable[[int, int], None] | None = None,
+                 split: str = "train") -> None:
         self.out, self.packed, self.seq_len, self.shard_rows = out, packed, seq_len, shard_rows
+        self.split = split
         self.parquet, self.npy = parquet, npy
         self.on_shard = on_shard
         self.rows = 0                       # global rows seen (including skipped ones)
@@ -263,7 +268,7 @@ class ShardWriter:
 
     def _open(self) -> list[Any]:
         if not self._parts:
-            name = shard_name(self.shard)
+            name = shard_name(self.shard, self.split)
             if self.parquet:
                 self._parts.append(_ParquetPart(self.out / PARQUET_DIR / f"{name}.parquet"))
             if self.npy:
@@ -292,19 +297,19 @@ class ShardWriter:
         self._parts = []
 
 
-def shard_files(out: Path) -> list[Path]:
-    """Every shard ocml may have written under ``out`` (complete or temporary)."""
+def shard_files(out: Path, split: str = "train") -> list[Path]:
+    """Every shard of ``split`` ocml may have written under ``out`` (complete or temporary)."""
     found: list[Path] = []
     for sub in (PARQUET_DIR, NPY_DIR):
         d = out / sub
         if d.is_dir():
-            found += [p for p in d.iterdir() if p.name.startswith(("train-", ".train-"))]
+            found += [p for p in d.iterdir() if p.name.startswith((f"{split}-", f".{split}-"))]
     return sorted(found)
 
 
-def remove_shards_from(out: Path, first: int) -> None:
+def remove_shards_from(out: Path, first: int, split: str = "train") -> None:
     """Remove temporary shards and shards numbered ``first`` or above (stale after a crash)."""
-    for p in shard_files(out):
+    for p in shard_files(out, split):
         stem = p.name.lstrip(".").split(".")[0]
         if p.name.startswith(".") or int(stem.split("-")[1]) >= first:
             if p.is_dir():

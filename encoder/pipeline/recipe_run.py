@@ -1,0 +1,615 @@
+"""A recipe run of ``ocml pack``: several sources -> split, dedup, weights -> packed, shuffled shards.
+
+Four phases, each a pure function of the recipe, its seed and the input (so the output is
+byte-identical for any number of workers, and after a resume):
+
+1. **scan**: every source is read and rendered in input order (``readers`` / ``workers``,
+   one encoder per source's mask / cot / reasoning); each document's ids, mask and a row
+   of metadata (source, file, location, length, trained tokens, content key) are appended
+   to a spool on disk (``spool``), bad records to ``errors.jsonl``.  Checkpointed every
+   ``epoch_tokens`` rendered tokens: a rerun after ``kill -9`` cuts the spool back to the
+   last checkpoint and reads on from there.
+2. **plan** (in memory, recomputed on every start): the validation split (``split``, by
+   content key), duplicates (``dedup``), each source's weighted sample and cap (``mix``)
+   and the seeded document order (``shuffle``).
+3. **pack**: the training documents, then the validation ones, in planned order, through
+   the streaming packer (flushed every ``epoch_tokens``, as a plain run); the rows go to a
+   second spool.  Redone whole when interrupted (packing is cheap next to rendering).
+4. **write**: rows in a seeded permutation across all shards, ``data/train-NNNNN.parquet``
+   and ``data/validation-NNNNN.parquet`` (``npy/train-NNNNN/``, ``npy/validation-NNNNN/``),
+   resumed at the last complete shard.
+
+Disk: the spools hold about 9 bytes per document token plus 12 per packed row token;
+they are removed when the run completes.  Memory: the metadata (about 60 bytes per
+document) plus a plain run's bounds.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from ..errors import InputError
+from .content import KEY_WORDS, content_keys
+from .dedup import first_occurrences
+from .mix import weighted_take
+from .readers import Position, Source, count_records, iter_chunks, resolve
+from .recipe import Recipe, dump_recipe, expand_path
+from .report import LengthHistogram, error_summary, format_error, format_report, write_json
+from .run import (ERRORS, LOC_BITS, OVERLONG, PROGRESS, STATE_DIR, WRITE_TOKENS, PackTotals, RunResult, StrictStop,
+                  _fault, _policy, _prepare_out, _reopen, fingerprint, input_fingerprint, ocml_version)
+from .shards import IGNORE, NPY_DIR, PARQUET_DIR, SPLITS, Block, ShardWriter, remove_shards_from, shard_name
+from .shuffle import order_correlation, permutation
+from .split import validation_mask
+from .spool import Spool, ranges
+from .workers import RecordError, Rendered, RenderPool, RenderSpec, default_workers
+
+SPOOL_DIR = "spool"
+DOC_COLUMNS = {"ids": np.int32, "mask": np.uint8, "message_index": np.int32}
+META_COLUMNS = {"length": np.int64, "trained": np.int64, "file": np.int32, "location": np.int64,
+                "source": np.int32, "key": np.uint64}
+ROW_COLUMNS = {"input_ids": np.int32, "labels": np.int32, "position_ids": np.int32, "row_segments": np.int64,
+               "seg_lengths": np.int32, "seg_doc": np.int64}
+
+
+@dataclass
+class SourceCounts:
+    """Per source, what the scan saw (the plan adds the rest of the per-source report)."""
+
+    records: int = 0
+    rejected: int = 0
+    documents: int = 0
+    tokens: int = 0
+    trained_tokens: int = 0
+
+
+@dataclass
+class Plan:
+    """The documents of each split, as indices into the spool, in the order they are packed."""
+
+    train: np.ndarray
+    validation: np.ndarray
+    per_source: list[dict[str, Any]] = field(default_factory=list)
+    duplicates: int = 0
+    removed: int = 0
+
+
+class RecipeRun:
+    def __init__(self, recipe: Recipe, out: Path, log: IO[str] | None = None) -> None:
+        from ..encoder import Encoder
+
+        self.recipe, self.out, self.log = recipe, out, log or sys.stderr
+        self.t0 = time.perf_counter()
+        # Sources -> files (a source may be a folder or glob of several files).
+        self.files: list[Source] = []
+        self.file_base: list[int] = []
+        self.source_files: list[list[Source]] = []
+        for s in recipe.sources:
+            found = resolve([p for raw in [s.path] for p in expand_path(raw)])
+            self.file_base.append(len(self.files))
+            self.source_files.append(found)
+            self.files += found
+        cache: dict[str, Any] = {}
+        self.encoders = []
+        for s in recipe.sources:
+            k = json.dumps(s.encoder_kwargs(), sort_keys=True)
+            if k not in cache:
+                cache[k] = Encoder(recipe.format, recipe.tokenizer, **s.encoder_kwargs())
+            self.encoders.append(cache[k])
+        self.enc = self.encoders[0]
+        self.inputs = input_fingerprint(self.files)
+        key = {"recipe": recipe.output_key(), "vocab": self.enc.tokenizer.fingerprint, "ocml": ocml_version(),
+               "run": "recipe"}
+        self.fp = fingerprint(self.inputs, key)
+        self.workers = recipe.workers or default_workers()
+        self.state = out / STATE_DIR
+        self.docs = Spool(self.state / SPOOL_DIR / "docs", DOC_COLUMNS)
+        self.meta = Spool(self.state / SPOOL_DIR / "meta", META_COLUMNS)
+        self.rows = {s: Spool(self.state / SPOOL_DIR / f"rows-{s}", ROW_COLUMNS) for s in SPLITS}
+        self.progress: dict[str, Any] = {}
+
+    # -- progress ---------------------------------------------------------------------------------
+    def _save(self, phase: str, **data: Any) -> None:
+        self.progress = {**self.progress, "phase": phase, **data}
+        write_json(self.state / PROGRESS, {"fingerprint": self.fp, "status": "running", "shards": 0, "rows": 0,
+                                           "checkpoint": None, "recipe": self.progress})
+
+    def _say(self, text: str) -> None:
+        print(text, file=self.log)
+
+    # -- the run -----------------------------------------------------------------------------------
+    def run(self) -> RunResult:
+        r = self.recipe
+        progress = _prepare_out(self.out, self.fp, r.overwrite)
+        if progress and progress.get("status") == "done":
+            report = json.loads((self.out / "report.json").read_text("utf-8"))
+            return RunResult(report, 0, format_recipe_report(report), already_done=True)
+        self.progress = (progress or {}).get("recipe") or {}
+        resumed = bool(self.progress)
+        if resumed:
+            self._say(f"ocml: resuming the recipe run in {self.out} at its {self.progress.get('phase')} phase")
+        phase = self.progress.get("phase", "scan")
+        if phase == "scan":
+            self._scan(self.progress.get("scan"))
+        scan = self.progress["scan"]
+        plan = self._plan(scan)
+        if self.progress.get("phase") != "write":
+            self._pack(plan, scan)
+        shards = self._write(plan)
+        report = self._finish(plan, scan, shards, resumed)
+        return RunResult(report, 0, format_recipe_report(report), resumed=resumed)
+
+    # -- 1. scan -----------------------------------------------------------------------------------
+    def _scan(self, ck: dict[str, Any] | None) -> None:
+        r = self.recipe
+        self.docs.open(ck["docs"] if ck else None)
+        self.meta.open(ck["meta"] if ck else None)
+        counts = [SourceCounts(**c) for c in ck["counts"]] if ck else [SourceCounts() for _ in r.sources]
+        hist = LengthHistogram.from_dict(ck["lengths"]) if ck else LengthHistogram()
+        errors = _reopen(self.out / ERRORS, ck["errors_bytes"] if ck else 0)
+        first = ck["source"] if ck else 0
+        pos = Position.from_dict(ck["position"]) if ck and ck["position"] else None
+        n_ck = 0
+        bar: Any = None
+
+        def checkpoint(si: int, at: Position | None) -> None:
+            nonlocal n_ck
+            errors.flush()
+            self.docs.sync()
+            self.meta.sync()
+            self._save("scan", scan={"source": si, "position": at.to_dict() if at else None,
+                                     "docs": self.docs.sizes(), "meta": self.meta.sizes(),
+                                     "counts": [asdict(c) for c in counts], "errors_bytes": errors.tell(),
+                                     "lengths": hist.to_dict()})
+            n_ck += 1
+            _fault("scan", n_ck)
+
+        try:
+            for si in range(first, len(r.sources)):
+                spec = r.sources[si]
+                rspec = RenderSpec(spec.messages_field, spec.tools_field, message_index=r.overlong == "truncate")
+                chunks = iter_chunks(self.source_files[si], messages_field=spec.messages_field,
+                                     tools_field=spec.tools_field, start=pos if si == first else None,
+                                     chunk_records=r.chunk_records)
+                ends: dict[int, Position] = {}
+
+                def tracked(chunks: Iterator[Any] = chunks, ends: dict[int, Position] = ends) -> Iterator[Any]:
+                    for ch in chunks:
+                        ends[ch.seq] = ch.end
+                        yield ch
+
+                tokens = 0
+                with RenderPool(self.encoders[si], rspec, self.workers) as pool:
+                    if bar is None:  # after the first pool has forked: the bar's thread would block fork
+                        bar = self._bar(sum(c.records for c in counts))
+                    for rendered in pool.map(tracked()):
+                        end = ends.pop(rendered.seq)
+                        tokens += self._consume(si, rendered, counts[si], hist, errors)
+                        if bar:
+                            bar.update(rendered.records)
+                        if tokens >= r.epoch_tokens:
+                            checkpoint(si, end)
+                            tokens = 0
+                checkpoint(si + 1, None)
+        finally:
+            if bar:
+                bar.close()
+            errors.close()
+            self.docs.close()
+            self.meta.close()
+
+    def _bar(self, done: int) -> Any:
+        """A progress bar over the scan (the phase that renders), as ``ocml pack`` shows one."""
+        show = self.recipe.progress if self.recipe.progress is not None else self.log.isatty()
+        if not show:
+            return False
+        from tqdm import tqdm
+
+        counts = [count_records(f) for f in self.files]
+        total = sum(counts) if all(c is not None for c in counts) else None  # type: ignore[misc]
+        return tqdm(total=total, initial=done, unit=" rec", file=self.log, dynamic_ncols=True, smoothing=0.1,
+                    desc="ocml pack (recipe)")
+
+    def _consume(self, si: int, rd: Rendered, c: SourceCounts, hist: LengthHistogram, errors: IO[str]) -> int:
+        c.records += rd.records
+        for e in rd.errors:
+            d = self.error_dict(si, e)
+            errors.write(json.dumps(d, ensure_ascii=False) + "\n")
+            c.rejected += 1
+            if self.recipe.strict:
+                errors.flush()
+                raise StrictStop(f"stopped at the first bad record (--strict): {format_error(d)}",
+                                 hint="fix or remove the record, then rerun with --overwrite "
+                                      "(or drop --strict to skip bad records)")
+        n = rd.documents
+        if not n:
+            return 0
+        lengths = np.diff(rd.offsets)
+        trained = np.add.reduceat(rd.mask.astype(np.int64), rd.offsets[:-1]) if rd.ids.shape[0] else \
+            np.zeros(n, dtype=np.int64)
+        trained[lengths == 0] = 0  # reduceat repeats the next value for empty ranges
+        self.docs.append("ids", rd.ids)
+        self.docs.append("mask", rd.mask)
+        if rd.message_index is not None:
+            self.docs.append("message_index", rd.message_index)
+        m = self.meta
+        m.append("length", lengths)
+        m.append("trained", trained)
+        m.append("file", np.full(n, self.file_base[si] + rd.source, dtype=np.int32))
+        m.append("location", rd.locations)
+        m.append("source", np.full(n, si, dtype=np.int32))
+        m.append("key", content_keys(rd.ids, rd.offsets))
+        c.documents += n
+        c.tokens += int(lengths.sum())
+        c.trained_tokens += int(trained.sum())
+        hist.add(lengths)
+        return int(lengths.sum())
+
+    def error_dict(self, si: int, e: RecordError) -> dict[str, Any]:
+        src = self.source_files[si][e.source]
+        return {"file": src.display, src.kind.location: e.location, "source": self.recipe.sources[si].name,
+                "code": e.code, "message": e.message, "field": e.field, "message_index": e.message_index,
+                "hint": e.hint}
+
+    # -- 2. plan -----------------------------------------------------------------------------------
+    def _plan(self, scan: dict[str, Any]) -> Plan:
+        r = self.recipe
+        meta = {k: self.meta.read(k)[: scan["meta"][k]] for k in META_COLUMNS}
+        keys = np.asarray(meta["key"]).reshape(-1, KEY_WORDS)
+        src = np.asarray(meta["source"])
+        length = np.asarray(meta["length"])
+        trained = np.asarray(meta["trained"])
+        val = validation_mask(keys, r.validation, r.seed)
+        dup = first_occurrences(keys)
+        removed = dup if r.dedup == "exact" else np.zeros_like(dup)
+        train_parts, per_source = [], []
+        counts = [SourceCounts(**c) for c in scan["counts"]]
+        for si, s in enumerate(r.sources):
+            mine = src == si
+            cand = np.flatnonzero(mine & ~val & ~removed)
+            take = cand[weighted_take(cand.shape[0], s.weight, s.max_samples, r.seed, s.name)]
+            train_parts.append(take)
+            c = counts[si]
+            per_source.append({
+                "name": s.name, "path": s.path, "weight": s.weight, "max_samples": s.max_samples,
+                "records": c.records, "rejected": c.rejected, "documents": c.documents,
+                "validation": int(np.count_nonzero(mine & val & ~removed)),
+                "duplicates": int(np.count_nonzero(mine & dup)),
+                "deduplicated": int(np.count_nonzero(mine & removed)),
+                "candidates": int(cand.shape[0]),
+                "skipped": int(cand.shape[0] - np.unique(take).shape[0]),
+                "taken": int(take.shape[0]),
+                "tokens": int(length[take].sum()), "trained_tokens": int(trained[take].sum()),
+            })
+        total = sum(p["tokens"] for p in per_source)
+        for p in per_source:
+            p["share"] = round(p["tokens"] / total, 6) if total else 0.0
+        train = np.concatenate(train_parts) if train_parts else np.zeros(0, dtype=np.int64)
+        validation = np.flatnonzero(val & ~removed)
+        if r.shuffle:
+            train = train[permutation(train.shape[0], r.seed, "train-documents")]
+            validation = validation[permutation(validation.shape[0], r.seed, "validation-documents")]
+        return Plan(train, validation, per_source, int(dup.sum()), int(removed.sum()))
+
+    # -- 3. pack -----------------------------------------------------------------------------------
+    def _packed(self, split: str) -> bool:
+        return self.recipe.pack and (split == "train" or self.recipe.validation_pack)
+
+    def _doc_batches(self, order: np.ndarray, scan: dict[str, Any]) -> Iterator[tuple[np.ndarray, ...]]:
+        """(ids, mask, offsets, index, message_index) of the documents ``order``, a batch at a time."""
+        length = self.meta.read("length")[: scan["meta"]["length"]]
+        start = np.zeros(length.shape[0] + 1, dtype=np.int64)
+        np.cumsum(length, out=start[1:])
+        file = self.meta.read("file")
+        loc = self.meta.read("location")
+        ids, mask = self.docs.read("ids"), self.docs.read("mask")
+        mi = self.docs.read("message_index") if self.recipe.overlong == "truncate" else None
+        step = max(1, min(4096, WRITE_TOKENS // max(1, int(length.mean()) if length.shape[0] else 1)))
+        for a in range(0, order.shape[0], step):
+            d = order[a:a + step]
+            lens = np.asarray(length[d])
+            flat = ranges(start[d], lens)
+            off = np.zeros(d.shape[0] + 1, dtype=np.int64)
+            np.cumsum(lens, out=off[1:])
+            index = (np.asarray(file[d]).astype(np.int64) << LOC_BITS) | np.asarray(loc[d])
+            yield (np.asarray(ids[flat]), np.asarray(mask[flat]).astype(bool), off, index,
+                   None if mi is None else np.asarray(mi[flat]))
+
+    def _pack(self, plan: Plan, scan: dict[str, Any]) -> None:
+        from ..pack import Packer
+
+        r = self.recipe
+        overlong = _reopen(self.out / OVERLONG, 0)
+        totals: dict[str, Any] = {}
+        try:
+            for split, order in (("train", plan.train), ("validation", plan.validation)):
+                spool = self.rows[split].open(None)
+                if not self._packed(split) or order.shape[0] == 0:
+                    spool.close()
+                    totals[split] = None
+                    continue
+                tot = PackTotals(r.seq_len or 0)
+                packer = Packer(r.seq_len, pad_id=r.pad_id, encoder=self.enc, overlong=r.overlong, window=r.window)
+                tokens = 0
+                for ids, mask, off, index, mi in self._doc_batches(order, scan):
+                    packer.add_ragged(ids, mask, off, index, mi)
+                    for p in packer.ready():
+                        self._spool_rows(spool, p)
+                    tokens += int(ids.shape[0])
+                    if tokens >= r.epoch_tokens:
+                        packer = self._flush(packer, spool, tot, overlong, split)
+                        tokens = 0
+                self._flush(packer, spool, tot, overlong, split)
+                _fault("pack", 1)
+                spool.sync()
+                spool.close()
+                totals[split] = {**asdict(tot), "pad_id": packer.pad_id}
+            overlong.flush()
+        finally:
+            overlong.close()
+        self._save("write", pack=totals, written={s: 0 for s in SPLITS})
+
+    def _flush(self, packer: Any, spool: Spool, tot: PackTotals, overlong: IO[str], split: str) -> Any:
+        from ..pack import Packer
+
+        for p in packer.ready():
+            self._spool_rows(spool, p)
+        self._spool_rows(spool, packer.finish())
+        rep = packer.report
+        for kind, recs in (("dropped", rep.dropped), ("truncated", rep.truncated), ("split", rep.split)):
+            for rec in recs:
+                overlong.write(json.dumps({**self.doc_where(rec.index), "split": split, "action": kind,
+                                           "length": rec.length, "kept": rec.kept, "pieces": rec.pieces,
+                                           "reason": rec.reason}, ensure_ascii=False) + "\n")
+        tot.add(rep)
+        r = self.recipe
+        return Packer(r.seq_len, pad_id=r.pad_id, encoder=self.enc, overlong=r.overlong, window=r.window)
+
+    @staticmethod
+    def _spool_rows(spool: Spool, p: Any) -> None:
+        if not p.rows:
+            return
+        spool.append("input_ids", p.input_ids)
+        spool.append("labels", p.labels)
+        spool.append("position_ids", p.position_ids)
+        spool.append("row_segments", np.diff(p.segment_offsets))
+        spool.append("seg_lengths", p.segment_lengths)
+        spool.append("seg_doc", p.segment_doc)
+
+    def doc_where(self, index: int) -> dict[str, Any]:
+        f = int(index) >> LOC_BITS
+        src = self.files[f]
+        si = max(i for i, b in enumerate(self.file_base) if b <= f)
+        return {"file": src.display, src.kind.location: int(index) & ((1 << LOC_BITS) - 1),
+                "source": self.recipe.sources[si].name}
+
+    # -- 4. write ----------------------------------------------------------------------------------
+    def _write(self, plan: Plan) -> dict[str, int]:
+        return {"train": self._write_split("train", plan.train),
+                "validation": self._write_split("validation", plan.validation)}
+
+    def _write_split(self, split: str, order: np.ndarray) -> int:
+        r = self.recipe
+        done = int(self.progress.get("written", {}).get(split, 0))
+        remove_shards_from(self.out, done, split)
+        packed = self._packed(split)
+        if packed:
+            spool = self.rows[split]
+            segs = np.asarray(spool.read("row_segments"))
+            n_rows = segs.shape[0]
+        else:
+            n_rows = int(order.shape[0])
+        if n_rows == 0:
+            return 0
+
+        def on_shard(k: int, rows: int) -> None:
+            _fault("shard" if split == "train" else f"{split}-shard", k)
+            written = {**self.progress.get("written", {}), split: k + 1}
+            self._save("write", written=written)
+            _fault("progress", k)
+
+        writer = ShardWriter(self.out, packed=packed, seq_len=r.seq_len or 0, shard_rows=r.shard_size,
+                             parquet="parquet" in r.outputs, npy="npy" in r.outputs,
+                             skip_rows=done * r.shard_size, on_shard=on_shard, split=split)
+        first = done * r.shard_size
+        writer.rows = first
+        try:
+            if packed:
+                self._write_rows(writer, split, segs, first)
+            else:
+                for block in self._doc_blocks(order[first:]):
+                    writer.write(block)
+            n = writer.finish()
+        except BaseException:
+            writer.abort()
+            raise
+        return n
+
+    def _row_order(self, split: str, n_rows: int) -> np.ndarray:
+        if not self.recipe.shuffle:
+            return np.arange(n_rows, dtype=np.int64)
+        return permutation(n_rows, self.recipe.seed, f"{split}-rows")
+
+    def _write_rows(self, writer: ShardWriter, split: str, segs: np.ndarray, first: int) -> None:
+        r = self.recipe
+        L = r.seq_len or 0
+        spool = self.rows[split]
+        n_rows = segs.shape[0]
+        dense = {k: spool.read(k).reshape(n_rows, L) for k in ("input_ids", "labels", "position_ids")}
+        seg_start = np.zeros(n_rows + 1, dtype=np.int64)
+        np.cumsum(segs, out=seg_start[1:])
+        seg_len, seg_doc = spool.read("seg_lengths"), spool.read("seg_doc")
+        order = self._row_order(split, n_rows)
+        step = max(1, WRITE_TOKENS // max(1, L))
+        for a in range(first, n_rows, step):
+            rows = order[a:a + step]
+            counts = segs[rows]
+            flat = ranges(seg_start[rows], counts)
+            off = np.zeros(rows.shape[0] + 1, dtype=np.int64)
+            np.cumsum(counts, out=off[1:])
+            writer.write(Block(rows.shape[0], dense["input_ids"][rows], dense["labels"][rows].astype(np.int64),
+                               dense["position_ids"][rows], off, np.asarray(seg_len[flat]),
+                               np.asarray(seg_doc[flat])))
+
+    def _doc_blocks(self, order: np.ndarray) -> Iterator[Block]:
+        for ids, mask, off, _index, _mi in self._doc_batches(order, self.progress["scan"]):
+            yield Block(off.shape[0] - 1, ids, np.where(mask, ids, IGNORE), offsets=off, mask=mask)
+
+    # -- the report ---------------------------------------------------------------------------------
+    def row_statistic(self, split: str) -> dict[str, Any] | None:
+        """Documents per row vs row index, in the packer's order and as written (the shuffle's
+        effect: the written correlation is near 0)."""
+        if not self._packed(split):
+            return None
+        spool = self.rows[split]
+        segs = np.asarray(spool.read("row_segments"))
+        if segs.shape[0] == 0:
+            return None
+        seg_start = np.zeros(segs.shape[0] + 1, dtype=np.int64)
+        np.cumsum(segs, out=seg_start[1:])
+        pads = np.asarray(spool.read("seg_doc")) == -1
+        pad_rows = np.zeros(segs.shape[0], dtype=np.int64)
+        if pads.any():
+            row_of = np.searchsorted(seg_start, np.flatnonzero(pads), side="right") - 1
+            np.add.at(pad_rows, row_of, 1)
+        docs = segs - pad_rows
+        order = self._row_order(split, segs.shape[0])
+        return {"rows": int(segs.shape[0]), "row_docs_correlation": round(order_correlation(docs[order]), 4),
+                "packer_order_correlation": round(order_correlation(docs), 4)}
+
+    def _finish(self, plan: Plan, scan: dict[str, Any], shards: dict[str, int], resumed: bool) -> dict[str, Any]:
+        r, out, enc = self.recipe, self.out, self.enc
+        seconds = time.perf_counter() - self.t0
+        counts = [SourceCounts(**c) for c in scan["counts"]]
+        tot = {k: sum(getattr(c, k) for c in counts) for k in ("records", "rejected", "documents", "tokens",
+                                                                 "trained_tokens")}
+        pack_tot = self.progress.get("pack", {})
+        hist = LengthHistogram.from_dict(scan["lengths"])
+        splits: dict[str, Any] = {}
+        length = self.meta.read("length")
+        trained = self.meta.read("trained")
+        for split, order in (("train", plan.train), ("validation", plan.validation)):
+            p = pack_tot.get(split)
+            rows = p["rows"] if p else int(order.shape[0])
+            splits[split] = {
+                "documents": int(order.shape[0]), "rows": rows, "packed": self._packed(split),
+                "tokens": int(np.asarray(length)[order].sum()) if order.shape[0] else 0,
+                "trained_tokens": int(np.asarray(trained)[order].sum()) if order.shape[0] else 0,
+                "shards": [shard_name(k, split) for k in range(shards[split])],
+                "pack": ({**p, "fill_rate": PackTotals(**{k: v for k, v in p.items() if k != "pad_id"}).fill_rate}
+                         if p else None),
+                "order": self.row_statistic(split),
+            }
+        train_pack = splits["train"]["pack"]
+        pack = None
+        if train_pack:
+            with open(out / OVERLONG, encoding="utf-8") as f:
+                firsts = [json.loads(line) for _, line in zip(range(20), f)]
+            pack = {**train_pack, "overlong": r.overlong, "overlong_file": OVERLONG, "overlong_documents": firsts}
+        elif r.pack:
+            pack = {**asdict(PackTotals(r.seq_len or 0)), "fill_rate": 0.0, "pad_id": None, "overlong": r.overlong,
+                    "overlong_file": OVERLONG, "overlong_documents": []}
+        dirs = [d + "/" for d, o in ((PARQUET_DIR, "parquet"), (NPY_DIR, "npy")) if o in r.outputs]
+        report = {
+            "out": str(out), "format": enc.format_name, "tokenizer": enc.tokenizer.name,
+            "mask": _common([s.mask for s in r.sources]), "cot": _common([s.cot for s in r.sources]),
+            "inputs": [i["path"] for i in self.inputs],
+            "counts": {"records": tot["records"], "documents": tot["documents"], "bad_records": tot["rejected"],
+                       "tokens": tot["tokens"], "trained_tokens": tot["trained_tokens"],
+                       "rows": splits["train"]["rows"]},
+            "pack": pack, "lengths": hist.stats(r.seq_len), "errors": {"file": ERRORS, **error_summary(out / ERRORS)},
+            "shards": {"count": shards["train"], "outputs": list(r.outputs), "dirs": dirs,
+                       "names": splits["train"]["shards"]},
+            "timing": {"seconds": round(seconds, 3), "records_per_s": tot["records"] / seconds if seconds else 0.0,
+                       "tokens_per_s": tot["tokens"] / seconds if seconds else 0.0, "workers": self.workers,
+                       "resumed_from_shard": 0},
+            "recipe": {
+                "seed": r.seed, "sources": plan.per_source, "splits": splits,
+                "validation": {"spec": r.validation.to_value() if r.validation else None,
+                               "documents": int(plan.validation.shape[0]), "packed": self._packed("validation")},
+                "dedup": {"mode": r.dedup, "duplicates_seen": plan.duplicates, "removed": plan.removed},
+                "shuffle": r.shuffle,
+            },
+        }
+        if r.plot:
+            title = f"{tot['documents']:,} documents, {enc.format_name}" + (f", seq_len {r.seq_len:,}" if r.seq_len
+                                                                             else "")
+            hist.plot(out / "lengths.png", r.seq_len, title)
+        manifest = {
+            "ocml_version": ocml_version(), "fingerprint": self.fp, "format": enc.format_name,
+            "tokenizer": {"name": enc.tokenizer.name, "vocab_hash": enc.tokenizer.fingerprint,
+                          "n_vocab": enc.tokenizer.n_vocab},
+            "mask": _policy(enc.mask), "cot": enc.cot.value, "packed": r.pack, "seq_len": r.seq_len,
+            "overlong": r.overlong if r.pack else None, "pad_id": pack["pad_id"] if pack else None,
+            "columns": (["input_ids", "labels", "position_ids", "seq_lengths"] if r.pack
+                        else ["input_ids", "labels", "assistant_masks"]),
+            "shards": {"parquet": [f"{PARQUET_DIR}/{n}.parquet" for s in SPLITS for n in splits[s]["shards"]]
+                       if "parquet" in r.outputs else [],
+                       "npy": [f"{NPY_DIR}/{n}" for s in SPLITS for n in splits[s]["shards"]]
+                       if "npy" in r.outputs else []},
+            "splits": {s: {"rows": splits[s]["rows"], "documents": splits[s]["documents"],
+                           "shards": len(splits[s]["shards"])} for s in SPLITS},
+            "shard_size": r.shard_size, "counts": report["counts"], "inputs": self.inputs,
+            "recipe": r.to_dict(),
+        }
+        write_json(out / "manifest.json", manifest)
+        (out / "recipe.yaml").write_text(dump_recipe(r), encoding="utf-8")
+        write_json(out / "report.json", report)
+        write_json(self.state / PROGRESS, {"fingerprint": self.fp, "status": "done", "shards": shards["train"],
+                                           "rows": splits["train"]["rows"], "checkpoint": None})
+        for sp in (self.docs, self.meta, *self.rows.values()):
+            sp.remove()
+        (self.state / SPOOL_DIR).rmdir()
+        return report
+
+
+def _common(values: list[str]) -> str:
+    """The sources' shared setting, or ``per source`` (each source's is in the recipe)."""
+    return values[0] if len(set(values)) == 1 else "per source"
+
+
+def run_recipe(recipe: Recipe, out: Path | str | None = None, log: IO[str] | None = None) -> RunResult:
+    """Run (or resume) a resolved recipe into ``out`` (default: the recipe's ``out``)."""
+    target = out if out is not None else recipe.out
+    if target is None:
+        raise InputError("no output folder", code="E-USAGE", field="--out", hint="pass --out DIR (or out: in the recipe)")
+    state = RecipeRun(recipe, Path(target), log)
+    return state.run()
+
+
+def format_recipe_report(r: dict[str, Any]) -> str:
+    """``format_report``'s summary plus the recipe's lines: per source, splits, dedup, order."""
+    lines = [format_report(r)]
+    rec = r.get("recipe")
+    if not rec:
+        return lines[0]
+    lines.append(f"  recipe      seed {rec['seed']}, dedup {rec['dedup']['mode']} "
+                 f"({rec['dedup']['duplicates_seen']:,} duplicate(s) seen, {rec['dedup']['removed']:,} removed), "
+                 f"shuffle {'on' if rec['shuffle'] else 'off'}")
+    lines.append(f"  {'source':<20} {'records':>8} {'rejected':>8} {'valid.':>7} {'dups':>6} {'skipped':>8} "
+                 f"{'taken':>8} {'tokens':>11} {'trained':>11} {'share':>7}")
+    for s in rec["sources"]:
+        name = s["name"] if len(s["name"]) <= 20 else "…" + s["name"][-19:]
+        lines.append(f"  {name:<20} {s['records']:>8,} {s['rejected']:>8,} {s['validation']:>7,} "
+                     f"{s['duplicates']:>6,} {s['skipped']:>8,} {s['taken']:>8,} {s['tokens']:>11,} "
+                     f"{s['trained_tokens']:>11,} {s['share']:>7.1%}")
+    for split in SPLITS:
+        sp = rec["splits"][split]
+        if not sp["documents"] and split == "validation":
+            continue
+        order = sp.get("order")
+        corr = (f", docs-per-row vs row index r={order['row_docs_correlation']:+.3f} "
+                f"(packer order {order['packer_order_correlation']:+.3f})" if order and order["rows"] >= 10 else "")
+        lines.append(f"  {split:<11} {sp['documents']:,} documents -> {sp['rows']:,} rows in "
+                     f"{len(sp['shards'])} shard(s){corr}")
+    return "\n".join(lines)
+
+
+__all__ = ["RecipeRun", "format_recipe_report", "run_recipe"]
