@@ -161,3 +161,22 @@ def test_cli_pack_with_model_folder(tmp_path, folders):
     both = _ocml("pack", str(data), "--model", str(folders["qwen2.5"]), "--tokenizer", "cl100k_base",
                  "--seq-len", "256", "--out", str(tmp_path / "o3"))
     assert both.returncode == 2 and "--model and --tokenizer" in both.stderr
+
+
+def test_recipe_with_model_folder(tmp_path, folders):
+    data = tmp_path / "chat.jsonl"
+    rows = [{"messages": [{"role": "user", "content": f"Q{i}?"}, {"role": "assistant", "content": f"A{i}."}]}
+            for i in range(30)]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(f"model: {folders['qwen2.5']}\nseq_len: 256\nseed: 3\nvalidation: 0.2\n"
+                      f"sources:\n  - path: {data}\n    weight: 2\n", "utf-8")
+    out = tmp_path / "out"
+    res = _ocml("pack", "--recipe", str(recipe), "--out", str(out), "--workers", "1", "--no-progress")
+    assert res.returncode == 0, res.stderr
+    manifest = json.loads((out / "manifest.json").read_text("utf-8"))
+    assert manifest["format"] == "chatml" and manifest["model"]["options"] == {"default_system": QWEN_SYSTEM}
+    assert manifest["recipe"]["model"] == str(folders["qwen2.5"])
+    again = _ocml("pack", "--recipe", str(out / "manifest.json"), "--out", str(tmp_path / "again"), "--workers", "1")
+    assert again.returncode == 0, again.stderr
+    assert json.loads((tmp_path / "again" / "manifest.json").read_text("utf-8"))["fingerprint"] == manifest["fingerprint"]

@@ -115,8 +115,9 @@ class Recipe:
     """A resolved recipe: what ``ocml pack`` runs (``PackOptions`` + sources + mixing)."""
 
     sources: tuple[SourceSpec, ...]
-    format: str = "openchatml-2.2"
+    format: str | None = None        # None: openchatml-2.2, or detected from ``model``
     tokenizer: str | None = None
+    model: str | None = None         # a local HF model folder (pack_encoder)
     seq_len: int | None = None
     pack: bool = True
     overlong: str = "split"
@@ -177,7 +178,8 @@ _TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "mask": ((str,), "a mask policy name"), "cot": ((str,), "a chain-of-thought policy name"),
     "reasoning": ((str, type(None)), "a reasoning policy name"),
     "weight": ((int, float), "a number >= 0"), "max_samples": ((int, type(None)), "an integer >= 1"),
-    "format": ((str,), "a format name"), "tokenizer": ((str, type(None)), "a tokenizer name or path"),
+    "format": ((str, type(None)), "a format name"), "tokenizer": ((str, type(None)), "a tokenizer name or path"),
+    "model": ((str, type(None)), "a model folder"),
     "seq_len": ((int, type(None)), "an integer >= 1"), "pack": ((bool,), "true or false"),
     "overlong": ((str,), "split, truncate or drop"), "window": ((int,), "an integer >= 1"),
     "pad_id": ((int, type(None)), "a token id"), "shard_size": ((int,), "an integer >= 1"),
@@ -318,7 +320,8 @@ def resolve_recipe(data: Mapping[str, Any], overrides: Mapping[str, Any] | None 
     top["dedup"] = "off" if dedup in (None, False) else ("exact" if dedup is True else dedup)
     top["validation"] = Validation.parse(top.get("validation"))
     base = Recipe(sources=(), **{k: v for k, v in top.items() if k in TOP_KEYS})
-    _choice("format", base.format, list(RENDERABLE), "")
+    if base.format is not None:
+        _choice("format", base.format, list(RENDERABLE), "")
     _choice("overlong", base.overlong, OVERLONG_CHOICES, "")
     _choice("output", base.output, OUTPUT_CHOICES, "")
     _choice("dedup", base.dedup, DEDUP_MODES, "")

@@ -17,7 +17,7 @@ from .recipe import DEDUP_MODES, Recipe, read_recipe_file, recipe_from_cli, reso
 
 RECIPE_FLAGS = ("seed", "validation", "validation_pack", "dedup", "shuffle")
 # argparse dest -> recipe key (``no_pack`` is inverted); dests not listed are not recipe keys.
-DEST_TO_KEY = {"format": "format", "tokenizer": "tokenizer", "seq_len": "seq_len", "mask": "mask", "cot": "cot",
+DEST_TO_KEY = {"format": "format", "tokenizer": "tokenizer", "model": "model", "seq_len": "seq_len", "mask": "mask", "cot": "cot",
                "reasoning": "reasoning", "workers": "workers", "messages_field": "messages_field",
                "tools_field": "tools_field", "overlong": "overlong", "strict": "strict", "shard_size": "shard_size",
                "output": "output", "window": "window", "pad_id": "pad_id", "overwrite": "overwrite",

@@ -41,6 +41,7 @@ from .content import KEY_WORDS, content_keys
 from .dedup import first_occurrences
 from .mix import weighted_take
 from .readers import Position, Source, count_records, iter_chunks, resolve
+from .pack_encoder import encoder_factory
 from .recipe import Recipe, dump_recipe, expand_path
 from .report import LengthHistogram, error_summary, format_error, format_report, write_json
 from .run import (ERRORS, LOC_BITS, OVERLONG, PROGRESS, STATE_DIR, WRITE_TOKENS, PackTotals, RunResult, StrictStop,
@@ -83,7 +84,6 @@ class Plan:
 
 class RecipeRun:
     def __init__(self, recipe: Recipe, out: Path, log: IO[str] | None = None) -> None:
-        from ..encoder import Encoder
 
         self.recipe, self.out, self.log = recipe, out, log or sys.stderr
         self.t0 = time.perf_counter()
@@ -96,17 +96,18 @@ class RecipeRun:
             self.file_base.append(len(self.files))
             self.source_files.append(found)
             self.files += found
+        make, self.detection = encoder_factory(recipe.format, recipe.tokenizer, recipe.model, self.log)
         cache: dict[str, Any] = {}
         self.encoders = []
         for s in recipe.sources:
             k = json.dumps(s.encoder_kwargs(), sort_keys=True)
             if k not in cache:
-                cache[k] = Encoder(recipe.format, recipe.tokenizer, **s.encoder_kwargs())
+                cache[k] = make(**s.encoder_kwargs())
             self.encoders.append(cache[k])
         self.enc = self.encoders[0]
         self.inputs = input_fingerprint(self.files)
         key = {"recipe": recipe.output_key(), "vocab": self.enc.tokenizer.fingerprint, "ocml": ocml_version(),
-               "run": "recipe"}
+               "run": "recipe", "format": self.enc.format_name, "format_options": self.enc.format.init_options()}
         self.fp = fingerprint(self.inputs, key)
         self.workers = recipe.workers or default_workers()
         self.state = out / STATE_DIR
@@ -557,7 +558,7 @@ class RecipeRun:
             "splits": {s: {"rows": splits[s]["rows"], "documents": splits[s]["documents"],
                            "shards": len(splits[s]["shards"])} for s in SPLITS},
             "shard_size": r.shard_size, "counts": report["counts"], "inputs": self.inputs,
-            "recipe": r.to_dict(),
+            "recipe": r.to_dict(), "model": self.detection,
         }
         write_json(out / "manifest.json", manifest)
         (out / "recipe.yaml").write_text(dump_recipe(r), encoding="utf-8")
