@@ -215,7 +215,7 @@ class _NpyPart:
             f["position_ids"].append(block.position_ids)  # type: ignore[arg-type]
             f["seq_lengths"].append(block.seg_lengths)
             if "seq_idx" in f:
-                f["seq_idx"].append(segment_index(block.seg_offsets, block.seg_lengths))
+                f["seq_idx"].append(segment_index(block.seg_offsets, block.seg_lengths).reshape(block.rows, -1))
             self.offsets.append(block.seg_offsets[1:] + self.base)
             self.base += int(block.seg_offsets[-1])
         else:
