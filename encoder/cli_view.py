@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
@@ -126,14 +127,28 @@ def add_inspect_parser(sub: Any, pack_options: Callable[[argparse.ArgumentParser
 
 
 def _tokenizer(args: argparse.Namespace, manifest: dict[str, Any]) -> Any:
+    """The tokenizer the shards were packed with: --format / --tokenizer when given, else the
+    manifest's (its ``name+format`` composite name rebuilt, checked against its vocab hash)."""
+    import vocab
+
     from .encoder import Encoder
 
-    fmt = getattr(args, "format", None) or manifest.get("format")
-    tok = getattr(args, "tokenizer", None) or (manifest.get("tokenizer") or {}).get("name")
-    if fmt is None and tok is None:
-        raise InputError("no manifest.json to name the tokenizer", code="E-USAGE", field="--tokenizer",
+    fmt = getattr(args, "format", None)
+    tok = getattr(args, "tokenizer", None)
+    if fmt is not None or tok is not None:
+        return Encoder(fmt or manifest.get("format") or "openchatml-2.2", tok).tokenizer
+    info = manifest.get("tokenizer") or {}
+    name = info.get("name")
+    if name is None:
+        raise InputError("no manifest.json names the tokenizer", code="E-USAGE", field="--tokenizer",
                          hint="pass --format (and --tokenizer) the shards were packed with")
-    return Encoder(fmt or "openchatml-2.2", tok).tokenizer
+    base, *registered = name.split("+") if not Path(name).exists() else (name,)
+    loaded = vocab.load(base, register=registered or None) if not Path(base).is_dir() else \
+        Encoder(manifest.get("format") or "openchatml-2.2", base).tokenizer
+    if info.get("vocab_hash") not in (None, loaded.fingerprint):
+        raise InputError(f"tokenizer {name} here is not the one the shards were packed with (vocab hash differs)",
+                         code="E-USAGE", field="--tokenizer", hint="pass --tokenizer with the packing tokenizer")
+    return loaded
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
@@ -145,41 +160,40 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     out = PackOutput(args.dir)
     view = TokenView(_tokenizer(args, out.manifest))
     style = _style(args.color)
-    if style is Style.ANSI:
-        print(legend(style))
+    shown: list[str] = [legend(style)] if style is Style.ANSI else []
     if args.source is not None or args.record is not None:
         source = out.source_number(args.source) if args.source is not None else None
-        shown = 0
         for n, j in out.find(source, args.record):
-            if args.row is not None and n != args.row or args.doc is not None and j != args.doc:
+            if (args.row is not None and n != args.row) or (args.doc is not None and j != args.doc):
                 continue
-            _show(view, out.row(n), style, only=j)
-            shown += 1
-            if shown == args.count:
+            shown.append(_show(view, out.row(n), style, only=j))
+            if len(shown) - (style is Style.ANSI) == args.count:
                 break
-        if not shown:
+        if len(shown) == (style is Style.ANSI):
             raise InputError("no document matches " + " ".join(
                 f"{k} {v}" for k, v in (("--source", args.source), ("--record", args.record), ("--row", args.row),
                                         ("--doc", args.doc)) if v is not None), code="E-USAGE",
-                field="--source" if args.source is not None else "--record")
-        return 0
-    first = args.row if args.row is not None else 0
-    for n in range(first, min(first + args.count, out.rows) if first < out.rows else first + 1):
-        row = out.row(n)
-        if args.doc is not None and not 0 <= args.doc < len(row.docs):
-            raise InputError(f"row {n} has {len(row.docs)} document(s), no document {args.doc}", code="E-USAGE",
-                             field="--doc", hint=f"0..{len(row.docs) - 1}")
-        _show(view, row, style, only=args.doc)
+                field="--source" if args.source is not None else "--record",
+                hint="see manifest.json 'sources' for the source numbers and record counts")
+    else:
+        first = args.row if args.row is not None else 0
+        for n in range(first, max(first + 1, min(first + args.count, out.rows))):
+            row = out.row(n)
+            if args.doc is not None and not 0 <= args.doc < len(row.docs):
+                raise InputError(f"row {n} has {len(row.docs)} document(s), no document {args.doc}", code="E-USAGE",
+                                 field="--doc", hint=f"0..{len(row.docs) - 1}")
+            shown.append(_show(view, row, style, only=args.doc))
+    print("\n".join(shown))
     return 0
 
 
-def _show(view: TokenView, row: Any, style: Style, only: int | None) -> None:
+def _show(view: TokenView, row: Any, style: Style, only: int | None) -> str:
     docs = [d for d in row.docs if only is None or d.index == only]
     real = [d for d in row.docs if not d.padding]
-    print(header(f"row {row.number} · {row.shard} row {row.in_shard} · {len(row.ids)} tokens · "
-                 f"{len(real)} document(s) · {int(np.count_nonzero(row.trained))} trained", style))
+    head = header(f"row {row.number} · {row.shard} row {row.in_shard} · {len(row.ids)} tokens · "
+                  f"{len(real)} document(s) · {int(np.count_nonzero(row.trained))} trained", style)
     spans = []
     for d in docs:
         where = " · ".join(f"{k} {v}" for k, v in (("source", d.source), ("record", d.record)) if v is not None)
         spans.append(Span(d.start, d.length, where, d.padding, d.index))
-    print(view.stream(row.ids, row.trained, spans, style))
+    return head + "\n" + view.stream(row.ids, row.trained, spans, style)

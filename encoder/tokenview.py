@@ -103,7 +103,7 @@ class TokenView:
         for s in spans:
             a, b = s.start, s.start + s.length
             if s.padding:
-                out.append(header(f"padding · tokens {a}-{b} · {s.label}", style))
+                out.append(header(f"padding · tokens {a}-{b} · {s.length} tokens", style))
                 continue
             out.append(header(f"doc {k if s.index is None else s.index} · tokens {a}-{b} · {s.length} tokens, "
                               f"{int(np.count_nonzero(trained[a:b]))} trained" + (f" · {s.label}" if s.label else ""),

@@ -211,6 +211,12 @@ class PackOutput:
         k = int(np.searchsorted(self.starts, n, side="right")) - 1
         sh = self.shards[k]
         ids, trained, docs = sh.row(n - int(self.starts[k]))
+        pad_id = self.manifest.get("pad_id")
+        last = docs[-1] if docs else None
+        if last is not None and not last.padding and len(docs) > 1 and pad_id is not None:
+            # .npy rows without provenance: the row's padding is its last segment, all pad ids, untrained.
+            a, b = last.start, last.start + last.length
+            last.padding = bool(np.all(ids[a:b] == pad_id) and not trained[a:b].any())
         return Row(n, sh.name, n - int(self.starts[k]), ids, trained, docs)
 
     def source_number(self, text: str) -> int:
