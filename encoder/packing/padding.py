@@ -1,8 +1,10 @@
 """Pad-to-multiple: every document segment rounded up to a multiple of ``N`` tokens.
 
 Context parallelism splits each sequence into ``2 x cp`` chunks, and tensor cores like
-lengths that are multiples of 8/64, so TRL (``pad_to_multiple_of``) and Megatron-Bridge
-(``pad_seq_to_mult``) pad every *sequence* of a packed row, not only the row.  Here a
+lengths that are multiples of 8/64.  Megatron-Bridge's packed SFT pads every *sequence*
+of a pack (``PackedSequenceSpecs.pad_seq_to_mult``, = 2 x context-parallel size in its
+recipes); TRL's padding-free collator pads the flattened batch (``pad_to_multiple_of``).
+This does the former, which also makes every row a multiple for the latter.  Here a
 segment of ``L`` real tokens takes ``ceil(L / N) * N`` slots: its real tokens, then
 ``pad_id`` tokens with label -100 whose positions continue the segment's (so
 ``position_ids`` stay monotone inside it and ``seq_lengths`` / ``cu_seqlens`` give the
