@@ -93,9 +93,17 @@ def show_render(enc: Any, r: Any, when: str) -> int:
         print(legend(style))
     for a, b in zip(bounds[:-1], bounds[1:]):
         if b > a:
-            print(header(f"message {int(mi[a])} · tokens {a}-{b}", style))
+            print(header(f"{_message_name(int(mi[a]))} · tokens {a}-{b}", style))
             print(view.document(r.ids[a:b], r.mask[a:b], style))
     return 0
+
+
+def _message_name(index: int) -> str:
+    from .render import GENERATION_PROMPT, SYNTHESIZED
+
+    if index == SYNTHESIZED:
+        return "built from the conversation options"
+    return "generation prompt" if index == GENERATION_PROMPT else f"message {index}"
 
 
 # -- ocml inspect ------------------------------------------------------------------------------
