@@ -300,8 +300,9 @@ def _pack_options(p: argparse.ArgumentParser) -> None:
                    help="progress bar on stderr with records/s and tokens/s (default: when stderr is a terminal)")
     p.add_argument("--pad-to-multiple-of", type=int, default=None, metavar="N",
                    help="pad every document segment of a packed row to a multiple of N tokens (pad id, label "
-                        "-100, positions continuing; seq_lengths include it), for context parallelism / tensor "
-                        "cores as TRL and Megatron-Bridge do; --seq-len must be a multiple of N")
+                        "-100, positions continuing; seq_lengths include it), for context parallelism (as "
+                        "Megatron-Bridge's pad_seq_to_mult, N = 2 x CP size) or tensor cores; --seq-len must be a "
+                        "multiple of N")
     p.add_argument("--seq-idx", action="store_true",
                    help="add a seq_idx column: per token, its document's index in the row (transformers' "
                         "DataCollatorWithFlattening name), for trainers that build block-diagonal masks")
