@@ -230,3 +230,61 @@ def test_render_rejects_pack_only_options(tmp_path: Path, capsys: pytest.Capture
     code, out, err = run(capsys, "render", str(f), *extra)
     assert code == EXIT_USAGE and not out
     assert err.startswith(f"ocml: [E-USAGE] {opt} applies to `ocml pack`, not `ocml render`"), err
+
+
+# -- the plain form is a faithful, reversible view ----------------------------------------------
+
+MARK = re.compile(r"\[\[(/?trained|<\|[^|\]]+\|>(?: x\d+)?)\]\]")
+
+
+def parse_plain(text: str) -> list[tuple[str, bool]]:
+    """The plain form back into (piece, trained) pairs: control tokens as their names."""
+    out: list[tuple[str, bool]] = []
+    on, pos = False, 0
+    for m in MARK.finditer(text):
+        if m.start() > pos:
+            out.append((text[pos:m.start()], on))
+        tag = m.group(1)
+        if tag in ("trained", "/trained"):
+            assert on == (tag == "/trained"), "markers nest and alternate"
+            on = tag == "trained"
+        else:
+            name, _, times = tag.partition(" x")
+            out += [(name, on)] * (int(times) if times else 1)
+        pos = m.end()
+    if pos < len(text):
+        out.append((text[pos:], on))
+    assert not on, "every [[trained]] is closed"
+    return out
+
+
+@pytest.mark.parametrize("fmt, tokenizer", [("openchatml-2.2", None), ("harmony", None),
+                                            ("openchatml-2.2", "o200k_base")])  # registered and fallback
+def test_plain_view_round_trips(fmt: str, tokenizer: str | None):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    enc = encoder.Encoder(fmt, tokenizer)
+    tok = enc.tokenizer
+    view = TokenView(tok)
+    controls = sorted(tok.special_ids)
+    words = ["Hi", " there", "東京", "😀", "\n", " [x]", "<|start|>", "ok."]
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(st.tuples(st.one_of(st.sampled_from(words), st.sampled_from(controls or [0])), st.booleans()),
+                    max_size=30))
+    def check(parts):
+        ids, trained = [], []
+        for p, flag in parts:
+            got = tok.encode_text(p) if isinstance(p, str) else ([p] if controls else tok.encode_text("x"))
+            ids += got
+            trained += [flag] * len(got)
+        ids_a, tr_a = np.array(ids, dtype=np.int64), np.array(trained, dtype=bool)
+        pieces = parse_plain(view.document(ids_a, tr_a, Style.PLAIN))
+        # Joined, the pieces are the decoded ids (control ids as their names) ...
+        assert "".join(p for p, _ in pieces) == tok.decode(ids)
+        # ... and the trained pieces are exactly the trained tokens' text, run by run.
+        want = [tok.decode([i for i, t in zip(ids, trained) if t])]
+        assert "".join(p for p, t in pieces if t) == want[0]
+
+    check()
