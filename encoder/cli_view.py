@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from pathlib import Path
 from collections.abc import Callable
 from typing import Any
@@ -43,6 +44,7 @@ def restrict(p: argparse.ArgumentParser, command: str, explicit: frozenset[str] 
             a.help = argparse.SUPPRESS  # listed in ocml pack --help
         elif a.dest in explicit:
             a.default = argparse.SUPPRESS
+            a.help = (a.help or "").split(" (default")[0] + " (default: as DIR/manifest.json says)"
     p.set_defaults(**{_FOREIGN: foreign})
 
 
@@ -111,10 +113,12 @@ def _message_name(index: int) -> str:
 def add_inspect_parser(sub: Any, pack_options: Callable[[argparse.ArgumentParser], None]) -> None:
     p = sub.add_parser(
         "inspect", help="show packed rows (or unpacked documents) of an ocml pack output as text",
-        description="Show rows of an ocml pack output folder token by token: trained tokens in one colour, "
-                    "untrained in another, control tokens and document boundaries marked (plain [[...]] markers "
-                    "when stdout is not a terminal). Reads Parquet, .npy or Megatron shards; the tokenizer "
-                    "comes from DIR/manifest.json.",
+        description=textwrap.fill(
+            "Show rows of an ocml pack output folder token by token: trained tokens in one colour, untrained in "
+            "another, control tokens and document boundaries marked (plain [[...]] markers when stdout is not a "
+            "terminal). Reads Parquet, .npy or Megatron shards; the tokenizer comes from DIR/manifest.json.", 79),
+        epilog="examples:\n  ocml inspect packed/ --row 12 --doc 1\n  ocml inspect packed/ --source data.jsonl "
+               "--record 41\n  ocml inspect packed/ --color=never | less",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dir", metavar="DIR", help="the --out folder of ocml pack")
     pack_options(p)

@@ -288,3 +288,13 @@ def test_plain_view_round_trips(fmt: str, tokenizer: str | None):
         assert "".join(p for p, t in pieces if t) == want[0]
 
     check()
+
+
+def test_help_pages(capsys: pytest.CaptureFixture[str]):
+    for cmd in ("render", "inspect"):
+        with pytest.raises(SystemExit) as e:
+            main([cmd, "--help"])
+        assert e.value.code == 0
+        out = capsys.readouterr().out
+        assert "--color" in out and "\n  --out" not in out and "--seq-len" not in out  # pack-only options hidden
+    assert " ".join(out.split()).count("(default: as DIR/manifest.json says)") == 2
