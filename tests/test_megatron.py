@@ -170,3 +170,44 @@ def test_megatron_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert main(["pack", str(src), "--output", "megatron", "--out", str(tmp_path / "o"), *extra]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert err.startswith("ocml: [E-USAGE]") and field in err
+
+
+# -- resume: a killed Megatron run, rerun, gives the uninterrupted output ---------------------------
+
+RESUME_KW = dict(pack=False, shard_size=6, epoch_tokens=2500, chunk_records=8, outputs=["megatron"], plot=False)
+CHILD = """
+import json, sys
+from pathlib import Path
+from encoder.pipeline.run import PackOptions, run
+if __name__ == "__main__":
+    kw = json.loads(sys.argv[1])
+    kw["outputs"] = tuple(kw["outputs"])
+    run(PackOptions(inputs=(sys.argv[2],), out=Path(sys.argv[3]), workers=1, **kw))
+"""
+
+
+@pytest.mark.parametrize("fault", ["shard:1", "epoch:2"])
+def test_megatron_resume_after_kill(tmp_path: Path, fault: str):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from encoder.pipeline.run import FAULT_ENV, PackOptions, run
+    from test_pipeline import write_data
+
+    src = tmp_path / "a.jsonl"
+    write_data(src, 60, seed=5)
+    kw = dict(RESUME_KW, outputs=("megatron",))
+    run(PackOptions(inputs=(str(src),), out=tmp_path / "ref", workers=1, **kw))
+    env = dict(os.environ, **{FAULT_ENV: fault})
+    p = subprocess.run([sys.executable, "-c", CHILD, json.dumps(RESUME_KW), str(src), str(tmp_path / "out")],
+                       env=env, cwd=Path(__file__).resolve().parents[1], capture_output=True, timeout=120)
+    assert p.returncode == -signal.SIGKILL, p.stderr.decode()[-2000:]
+    res = run(PackOptions(inputs=(str(src),), out=tmp_path / "out", workers=1, **kw))
+    assert res.resumed
+    ref = sorted(q.relative_to(tmp_path / "ref") for q in (tmp_path / "ref" / "megatron").rglob("*"))
+    got = sorted(q.relative_to(tmp_path / "out") for q in (tmp_path / "out" / "megatron").rglob("*"))
+    assert ref == got and len(ref) >= 8  # several shards, no temporaries left
+    for f in ref:
+        assert (tmp_path / "ref" / f).read_bytes() == (tmp_path / "out" / f).read_bytes(), f

@@ -63,13 +63,19 @@ def check_padded(p: Packed, r: dict[str, np.ndarray], multiple: int) -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(lengths=st.lists(st.integers(1, 200), min_size=1, max_size=40), multiple=st.sampled_from([1, 2, 8, 16]),
-       rows_of=st.integers(2, 8), window=st.sampled_from([None, 3, 7]), overlong=st.sampled_from(["split", "drop"]),
+       rows_of=st.integers(2, 8), window=st.sampled_from([None, 3, 7]),
+       overlong=st.sampled_from(["split", "drop", "truncate"]),
        seed=st.integers(0, 3))
 def test_pad_to_multiple_invariants(lengths, multiple, rows_of, window, overlong, seed):
     seq_len = multiple * rows_of * 4
     r = ragged(lengths, seed=seed)
     p = pack(r, seq_len, pad_id=PAD, pad_to_multiple_of=multiple, window=window, overlong=overlong)
-    check_padded(p, {"ids": r["ids"], "mask": r["mask"], "offsets": r["offsets"]}, multiple)
+    # A truncated document keeps its prefix: compare with the input cut where the report says.
+    cut = {rec.index: rec.kept for rec in p.report.truncated}
+    lens = [cut.get(k, n) for k, n in enumerate(lengths)]
+    ids = np.concatenate([r["ids"][r["offsets"][k]:r["offsets"][k] + n] for k, n in enumerate(lens)])
+    mask = np.concatenate([r["mask"][r["offsets"][k]:r["offsets"][k] + n] for k, n in enumerate(lens)])
+    check_padded(p, {"ids": ids, "mask": mask, "offsets": np.concatenate(([0], np.cumsum(lens)))}, multiple)
     kept = {int(d) for d in p.segment_doc if d != PAD_DOC}
     dropped = {rec.index for rec in p.report.dropped}
     assert kept | dropped == set(range(len(lengths))) and not kept & dropped
