@@ -156,8 +156,9 @@ def test_pipeline_pad_to_multiple_and_seq_idx(tmp_path: Path):
     src = tmp_path / "d.jsonl"
     src.write_text("\n".join(json.dumps(c) for c in convs) + "\n")
     out = tmp_path / "out"
-    run(PackOptions(inputs=(str(src),), out=out, seq_len=256, workers=1, outputs=("parquet", "npy"), plot=False,
-                    pad_to_multiple_of=32, seq_idx=True))
+    res = run(PackOptions(inputs=(str(src),), out=out, seq_len=256, workers=1, outputs=("parquet", "npy"),
+                          plot=False, pad_to_multiple_of=32, seq_idx=True))
+    assert res.report["pack"]["pad_to_multiple_of"] == 32 and "padded to multiples of 32" in res.text
     enc = encoder.Encoder("openchatml-2.2")
     want = [enc.render(c) for c in convs]
     t = pq.read_table(out / "data" / "train-00000.parquet").to_pylist()

@@ -507,6 +507,7 @@ def _final_report(opts: PackOptions, enc: Any, state: _Run, sources: list[Source
             first = [json.loads(line) for _, line in zip(range(20), f)]
         pack = {**asdict(tot), "fill_rate": tot.fill_rate, "overlong": opts.overlong,
                 "pad_id": state.packer.pad_id if state.packer is not None else None,
+                "pad_to_multiple_of": opts.pad_to_multiple_of,
                 "overlong_file": OVERLONG, "overlong_documents": first}
     dirs = [d + "/" for d, o in ((PARQUET_DIR, "parquet"), (NPY_DIR, "npy"), (MEGATRON_DIR, "megatron"))
             if o in opts.outputs]
