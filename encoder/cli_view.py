@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,6 +24,11 @@ from .tokenview import Span, Style, TokenView, When, header, legend
 OPTIONS_APPLYING: dict[str, frozenset[str]] = {
     "render": frozenset({"format", "tokenizer", "mask", "cot", "messages_field", "tools_field", "json"}),
     "inspect": frozenset({"format", "tokenizer"}),
+}
+# each command's own options (not from pack's set)
+OWN_OPTIONS: dict[str, frozenset[str]] = {
+    "render": frozenset({"line", "mode", "color"}),
+    "inspect": frozenset({"row", "doc", "source", "record", "count", "color"}),
 }
 _FOREIGN = "_pack_only"  # parser default: the dests (with their option strings) that do not apply
 
@@ -37,8 +42,8 @@ def restrict(p: argparse.ArgumentParser, command: str, explicit: frozenset[str] 
     for a in p._actions:
         if not a.option_strings or a.dest == "help":
             continue
-        if a.dest not in applies and a.dest not in _OWN.get(command, ()):
-            foreign[a.dest] = a.option_strings[-1]
+        if a.dest not in applies and a.dest not in OWN_OPTIONS[command]:
+            foreign[a.dest] = "/".join(a.option_strings)  # --progress/--no-progress
             a.required = False
             a.default = argparse.SUPPRESS
             a.help = argparse.SUPPRESS  # listed in ocml pack --help
@@ -46,10 +51,6 @@ def restrict(p: argparse.ArgumentParser, command: str, explicit: frozenset[str] 
             a.default = argparse.SUPPRESS
             a.help = (a.help or "").split(" (default")[0] + " (default: as DIR/manifest.json says)"
     p.set_defaults(**{_FOREIGN: foreign})
-
-
-_OWN: dict[str, frozenset[str]] = {"render": frozenset({"line", "mode", "color"}),
-                                   "inspect": frozenset({"row", "doc", "source", "record", "count", "color"})}
 
 
 def check_applies(args: argparse.Namespace, command: str) -> None:

@@ -222,7 +222,7 @@ def test_render_takes_packs_mask_and_fields(tmp_path: Path, capsys: pytest.Captu
 @pytest.mark.parametrize("extra, opt", [
     (["--out", "x"], "--out"), (["--seq-len", "8"], "--seq-len"), (["--overlong", "split"], "--overlong"),
     (["--no-pack"], "--no-pack"), (["--pad-to-multiple-of", "8"], "--pad-to-multiple-of"),
-    (["--workers", "1"], "--workers"), (["--no-progress"], "--no-progress"),
+    (["--workers", "1"], "--workers"), (["--no-progress"], "--progress/--no-progress"),
 ])
 def test_render_rejects_pack_only_options(tmp_path: Path, capsys: pytest.CaptureFixture[str], extra, opt):
     f = tmp_path / "c.json"
