@@ -72,7 +72,8 @@ def _utf8(data: bytes, path: str) -> str:
                          code="E-INPUT-UTF8", field="FILE", hint="re-encode it as UTF-8") from None
 
 
-def load_conversation(path: str, line: int | None = None) -> Any:
+def load_conversation(path: str, line: int | None = None, *, messages_field: str = "messages",
+                      tools_field: str = "tools") -> Any:
     """One conversation from a JSON file (or line ``line`` of a JSON Lines file)."""
     from .pipeline.records import conversation_from_record
 
@@ -94,8 +95,8 @@ def load_conversation(path: str, line: int | None = None) -> Any:
                              hint="pick one with --line N, or pack the whole file with `ocml pack`") from None
         raise InputError(f"{path}: not valid JSON ({exc.msg.removesuffix(' at')} at line {exc.lineno}, column {exc.colno})",
                          code="E-INPUT-JSON", field="FILE") from None
-    if isinstance(obj, dict) and ("messages" in obj or "conversations" in obj):
-        return conversation_from_record(obj)
+    if isinstance(obj, dict) and (messages_field in obj or "conversations" in obj):
+        return conversation_from_record(obj, messages_field=messages_field, tools_field=tools_field)
     return obj
 
 
@@ -111,10 +112,16 @@ def _all_json(lines: list[str]) -> bool:
 # -- commands -----------------------------------------------------------------------------------
 
 def _cmd_render(args: argparse.Namespace) -> int:
-    from .encoder import Encoder
+    from .cli_view import check_applies, show_render
+    from .pipeline.pack_encoder import encoder_factory
 
-    enc = Encoder(args.format, args.tokenizer)
-    r = enc.render(load_conversation(args.file, args.line), mode=args.mode, cot=args.cot)
+    check_applies(args, "render")
+    make, _ = encoder_factory(args.format, args.tokenizer, args.model, sys.stderr)
+    enc = make(mask=args.mask, cot=args.cot)
+    conv = load_conversation(args.file, args.line, messages_field=args.messages_field, tools_field=args.tools_field)
+    r = enc.render(conv, mode=args.mode)
+    if args.color is not None:
+        return show_render(enc, r, args.color)
     if args.json:
         json.dump({"ids": r.ids.tolist(), "mask": r.mask.astype(int).tolist(),
                    "message_index": r.message_index.tolist()}, sys.stdout)
@@ -162,12 +169,14 @@ def _cmd_pack(args: argparse.Namespace) -> int:
 
     recipe = is_recipe_run(args) or check_plain_run(args)  # --recipe / --seed / ...: pipeline.recipe_run
     outputs = ("parquet", "npy") if args.output == "both" else (args.output,)
+    unpacked = args.no_pack or (args.output == "megatron" and args.seq_len is None)  # Megatron packs at train time
     opts = None if recipe else PackOptions(
         inputs=tuple(args.inputs), out=Path(args.out), format=args.format, tokenizer=args.tokenizer,
         model=args.model, seq_len=args.seq_len, mask=args.mask, cot=args.cot, workers=args.workers,
         messages_field=args.messages_field, tools_field=args.tools_field, overlong=args.overlong,
-        strict=args.strict, shard_size=args.shard_size, pack=not args.no_pack, outputs=outputs,
-        window=args.window, pad_id=args.pad_id, overwrite=args.overwrite, progress=args.progress)
+        strict=args.strict, shard_size=args.shard_size, pack=not unpacked, outputs=outputs,
+        window=args.window, pad_id=args.pad_id, overwrite=args.overwrite, progress=args.progress,
+        pad_to_multiple_of=args.pad_to_multiple_of, seq_idx=args.seq_idx)
     try:
         result = run_from_args(args) if recipe else run(opts)
     except StrictStop as exc:
@@ -201,12 +210,14 @@ def _formats() -> list[str]:
     return list(RENDERABLE)
 
 
-def _add_one_conversation_args(p: argparse.ArgumentParser) -> None:
+def _add_one_conversation_args(p: argparse.ArgumentParser, shared: bool = False) -> None:
     p.add_argument("file", metavar="FILE",
                    help="conversation JSON (a list of messages, or {'messages': [...], 'tools': [...], ...}; "
                         ".gz / .zst too); - reads stdin")
     p.add_argument("--line", type=int, default=None, metavar="N",
                    help="take line N (1-based) of a JSON Lines file")
+    if shared:  # --format / --tokenizer come from the option set shared with ocml pack
+        return
     p.add_argument("--format", default="openchatml-2.2", choices=_formats(), help="chat format (default %(default)s)")
     p.add_argument("--tokenizer", default=None, metavar="NAME",
                    help="o200k_harmony, o200k_base, cl100k_base, a .tiktoken path, or an HF tokenizer folder / "
@@ -214,14 +225,6 @@ def _add_one_conversation_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_pack(sub: Any) -> None:
-    import vocab
-
-    from .masks import NAMED_MASKS
-    from .messages import CotPolicy
-
-    from .pipeline.workers import default_workers
-
-    cpus = default_workers()
     p = sub.add_parser(
         "pack", help="render + pack datasets into training shards (Parquet for TRL, .npy)",
         description=textwrap.fill(
@@ -235,6 +238,24 @@ def _add_pack(sub: Any) -> None:
     p.add_argument("inputs", nargs="*", metavar="INPUT",
                    help="JSON Lines files (.jsonl, .gz, .zst), JSON files (an array of records), Parquet files, "
                         "folders of such shards, or a datasets.save_to_disk folder (a DatasetDict: its train split)")
+    _pack_options(p)
+    from .pipeline.recipe_cli import add_recipe_arguments
+
+    add_recipe_arguments(p)
+    p.set_defaults(fn=_cmd_pack, pack_parser=p)  # pack_parser: which flags were given (they override a recipe)
+
+
+def _pack_options(p: argparse.ArgumentParser) -> None:
+    """The one option set of ``ocml pack``; ``ocml render`` / ``inspect`` parse it too and reject what
+    does not apply to them (``encoder.cli_view.OPTIONS_APPLYING``)."""
+    import vocab
+
+    from .masks import NAMED_MASKS
+    from .messages import CotPolicy
+
+    from .pipeline.workers import default_workers
+
+    cpus = default_workers()
     p.add_argument("--out", default=None, metavar="DIR", help="output folder (created; must be empty or a previous "
                    "run of the same command, which is resumed; a recipe may name it as out:)")
     p.add_argument("--seq-len", type=int, default=None, metavar="N", help="row length in tokens (required unless "
@@ -272,9 +293,11 @@ def _add_pack(sub: Any) -> None:
                    help="stop at the first bad record (exit 1) instead of skipping and reporting it")
     p.add_argument("--shard-size", type=int, default=8192, metavar="ROWS",
                    help="rows per shard (default %(default)s)")
-    p.add_argument("--output", default="parquet", choices=["parquet", "npy", "both"],
+    p.add_argument("--output", default="parquet", choices=["parquet", "npy", "both", "megatron"],
                    help="shard format: parquet (DIR/data/, loads with datasets / TRL), npy (DIR/npy/, memmap-able "
-                        "arrays for Megatron/NeMo-style loaders) or both (default %(default)s)")
+                        "arrays for NeMo-style loaders), both, or megatron (DIR/megatron/: Megatron-LM .bin/.idx "
+                        "indexed datasets of unpacked documents, ids + loss mask; no --seq-len: Megatron packs at "
+                        "train time) (default %(default)s)")
     p.add_argument("--no-pack", action="store_true",
                    help="one row per conversation (input_ids, labels, assistant_masks), for packing at load time")
     p.add_argument("--window", type=int, default=100_000, metavar="DOCS",
@@ -287,14 +310,20 @@ def _add_pack(sub: Any) -> None:
                    help="replace ocml's files in DIR (a previous run with other inputs or options)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr with records/s and tokens/s (default: when stderr is a terminal)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
-    from .pipeline.recipe_cli import add_recipe_arguments
-
-    add_recipe_arguments(p)
-    p.set_defaults(fn=_cmd_pack, pack_parser=p)  # pack_parser: which flags were given (they override a recipe)
+    p.add_argument("--pad-to-multiple-of", type=int, default=None, metavar="N",
+                   help="pad every document segment of a packed row to a multiple of N tokens (pad id, label "
+                        "-100, positions continuing; seq_lengths include it), for context parallelism (as "
+                        "Megatron-Bridge's pad_seq_to_mult, N = 2 x CP size) or tensor cores; --seq-len must be a "
+                        "multiple of N")
+    p.add_argument("--seq-idx", action="store_true",
+                   help="add a seq_idx column: per token, its document's index in the row (transformers' "
+                        "DataCollatorWithFlattening name), for trainers that build block-diagonal masks")
+    p.add_argument("--json", action="store_true",
+                   help="print as JSON (pack: the report; render: ids / mask / message_index)")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .cli_view import add_inspect_parser, add_render_view
     from .pipeline.run import ocml_version
 
     p = argparse.ArgumentParser(prog="ocml", description=__doc__.split("\n\n")[0], epilog=EPILOG,
@@ -304,12 +333,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_pack(sub)
     r = sub.add_parser("render", help="render one conversation and show its ids and loss mask",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    _add_one_conversation_args(r)
+    _add_one_conversation_args(r, shared=True)
+    _pack_options(r)
     r.add_argument("--mode", default="train", choices=["train", "prompt", "history"],
                    help="train (supervised target), prompt (history + generation prompt), history (default %(default)s)")
-    r.add_argument("--cot", default=None, choices=["default", "harmony", "keep-all", "drop-all"],
-                   help="chain-of-thought retention (default: default)")
-    r.add_argument("--json", action="store_true", help="print ids / mask / message_index as JSON")
+    add_render_view(r)
     r.set_defaults(fn=_cmd_render)
     t = sub.add_parser("text", help="print the plain-text transcript of one conversation",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -320,6 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .template.cli import add_parser as add_template_parser
 
     add_template_parser(sub)
+    add_inspect_parser(sub, _pack_options)
     return p
 
 

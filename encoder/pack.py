@@ -13,6 +13,8 @@ dict).  Rules (one home: ``encoder.packing``):
 - labels: the token where its mask is true, else -100; the first token of every segment
   is -100 too (no target crosses a document boundary once a trainer shifts labels);
 - positions restart at 0 for every segment;
+- ``pad_to_multiple_of=N``: every document segment padded to a multiple of N (TRL /
+  Megatron-Bridge style, for context parallelism): pad id, label -100, positions continue;
 - best-fit-decreasing over the whole input (``window=None``) or over windows of
   ``window`` documents (streaming, bounded memory), ties broken by input index;
 - overlong documents: ``drop``, ``truncate`` (at the end of an assistant message: the
@@ -33,7 +35,8 @@ __all__ = ["DEFAULT_WINDOW", "IGNORE", "Overlong", "OverlongRecord", "PAD_DOC", 
 
 
 def pack(docs: Any, seq_len: int, *, pad_id: int | None = None, encoder: Any = None,
-         overlong: Overlong | str = "split", window: int | None = None) -> Packed:
+         overlong: Overlong | str = "split", window: int | None = None,
+         pad_to_multiple_of: int | None = None) -> Packed:
     """Pack ``docs`` into rows of exactly ``seq_len`` tokens.
 
     ``docs``: a ``Batch`` (``render_batch`` output; failed rows are skipped and listed in
@@ -43,8 +46,12 @@ def pack(docs: Any, seq_len: int, *, pad_id: int | None = None, encoder: Any = N
     ``pad_id``: explicit, else ``encoder``'s tokenizer pad token, else its format's end id.
     ``window``: None = global best-fit-decreasing; an int = documents per window (same
     rows as streaming the documents through a ``Packer``; all windows come back as one).
+    ``pad_to_multiple_of``: pad every document segment to a multiple of N tokens (pad
+    id, label -100, positions continuing; ``seq_lengths`` / ``cu_seqlens`` padded;
+    packing places the padded lengths); ``seq_len`` must be a multiple of N.
     """
-    packer = Packer(seq_len, pad_id=pad_id, encoder=encoder, overlong=overlong, window=window)
+    packer = Packer(seq_len, pad_id=pad_id, encoder=encoder, overlong=overlong, window=window,
+                    pad_to_multiple_of=pad_to_multiple_of)
     packer.add_docs(docs)
     chunks = list(packer.ready())
     chunks.append(packer.finish())

@@ -82,7 +82,7 @@ def test_help_version_and_usage_errors() -> None:
     h = ocml("pack", "--help").stdout.decode()
     for opt in ("--format", "--tokenizer", "--seq-len", "--out", "--mask", "--cot", "--workers", "--messages-field",
                 "--tools-field", "--overlong", "--strict", "--shard-size", "--output", "--no-pack", "--overwrite",
-                "--progress", "{split,truncate,drop}", "{parquet,npy,both}", "harmony", "keep-all", "no-analysis",
+                "--progress", "{split,truncate,drop}", "{parquet,npy,both,megatron}", "harmony", "keep-all", "no-analysis",
                 "141"):
         assert opt in h, opt
     v = ocml("--version")

@@ -125,6 +125,8 @@ class Packed:
       ``segment_lengths`` int32, ``segment_doc`` int64 (input index, -1 = padding),
       ``segment_start`` int32 (token offset of the segment inside its input document:
       non-zero for the 2nd.. pieces of a split document) — all [segments].
+    ``segment_pad`` int32 [segments]: pad tokens at the end of each segment (the whole
+      padding segment; ``pad_to_multiple_of`` tails of document segments; else 0).
     ``report``: counts for these rows (``Packer.report`` accumulates over chunks).
     """
 
@@ -135,6 +137,7 @@ class Packed:
     segment_lengths: np.ndarray
     segment_doc: np.ndarray
     segment_start: np.ndarray
+    segment_pad: np.ndarray
     pad_id: int
     report: PackReport
 
@@ -161,6 +164,13 @@ class Packed:
 
     def _per_row(self, values: np.ndarray) -> list[np.ndarray]:
         return np.split(values, self.segment_offsets[1:-1]) if self.rows else []
+
+    @property
+    def seq_idx(self) -> np.ndarray:
+        """int32 [rows, seq_len]: index of each token's segment inside its row (0, 0, 1, 1, 1, ...;
+        the padding segment counts as one): the ``seq_idx`` of transformers'
+        ``DataCollatorWithFlattening(return_seq_idx=True)``, for block-diagonal masks."""
+        return segment_index(self.segment_offsets, self.segment_lengths).reshape(self.rows, self.seq_len)
 
     @property
     def cu_seqlens(self) -> list[np.ndarray]:
@@ -212,7 +222,8 @@ class Packed:
         segs = segs[np.argsort(self.segment_start[segs], kind="stable")]
         flat = self.input_ids.reshape(-1)
         starts = self.segment_offsets_tokens()[segs]
-        return np.concatenate([flat[s:s + int(n)] for s, n in zip(starts.tolist(), self.segment_lengths[segs])])
+        real = (self.segment_lengths[segs] - self.segment_pad[segs]).tolist()  # pad-to-multiple tails left out
+        return np.concatenate([flat[s:s + n] for s, n in zip(starts.tolist(), real)])
 
     def segment_offsets_tokens(self) -> np.ndarray:
         """int64 [segments]: flat token offset (into ``input_ids.reshape(-1)``) of each segment."""
@@ -220,6 +231,15 @@ class Packed:
         if out.shape[0] > 1:
             np.cumsum(self.segment_lengths[:-1], out=out[1:])
         return out
+
+
+def segment_index(segment_offsets: np.ndarray, segment_lengths: np.ndarray) -> np.ndarray:
+    """int32 per token of the rows laid end to end: the index of its segment inside its row
+    (one home for the ``seq_idx`` column of ``Packed`` and the shards)."""
+    counts = np.diff(segment_offsets)
+    in_row = np.arange(segment_lengths.shape[0], dtype=np.int32)
+    in_row -= np.repeat(segment_offsets[:-1].astype(np.int32), counts)
+    return np.repeat(in_row, segment_lengths)
 
 
 def concat_packed(chunks: list[Packed]) -> Packed:
@@ -240,6 +260,7 @@ def concat_packed(chunks: list[Packed]) -> Packed:
         segment_lengths=np.concatenate([c.segment_lengths for c in chunks]),
         segment_doc=np.concatenate([c.segment_doc for c in chunks]),
         segment_start=np.concatenate([c.segment_start for c in chunks]),
+        segment_pad=np.concatenate([c.segment_pad for c in chunks]),
         pad_id=chunks[0].pad_id,
         report=report,
     )

@@ -26,6 +26,7 @@ from .bfd import best_fit_decreasing
 from .docs import Docs, as_array, ragged_docs, resolve_pad_id
 from .overlong import segments
 from .packed import IGNORE, Overlong, Packed, PackReport
+from .padding import check_multiple, padded
 from .rows import build_rows, label_buffer
 
 DEFAULT_WINDOW = 100_000  # documents per window when streaming
@@ -74,12 +75,14 @@ class Packer:
     ``window``: documents per best-fit-decreasing window (None = one global window: rows
     only come out of ``finish()``).  Add documents in input order: rows depend only on the
     documents, their order and the options (never on timing or worker count).
-    ``pad_id`` / ``encoder`` / ``overlong``: as for ``encoder.pack``.
+    ``pad_id`` / ``encoder`` / ``overlong`` / ``pad_to_multiple_of``: as for ``encoder.pack``.
     """
 
     def __init__(self, seq_len: int, *, pad_id: int | None = None, encoder: Any = None,
-                 overlong: Overlong | str = "split", window: int | None = DEFAULT_WINDOW) -> None:
+                 overlong: Overlong | str = "split", window: int | None = DEFAULT_WINDOW,
+                 pad_to_multiple_of: int | None = None) -> None:
         self.seq_len = positive_int(seq_len, "seq_len", "the row length in tokens, e.g. 4096")
+        self.multiple = check_multiple(pad_to_multiple_of, self.seq_len)
         self.pad_id = resolve_pad_id(pad_id, encoder)
         self.overlong = parse_overlong(overlong)
         self.window = None if window is None else positive_int(window, "window", "documents per window, or None")
@@ -200,7 +203,9 @@ class Packer:
         buf_lab[pad_src:] = IGNORE
 
         new_doc = docs.index[segs.doc]
-        res = best_fit_decreasing(segs.length, seq_len, keys=(new_doc, segs.start), open_space=self._carry_space)
+        # Placed by padded length (pad-to-multiple); rows copy the real tokens and pad the rest.
+        res = best_fit_decreasing(padded(segs.length, self.multiple), seq_len, keys=(new_doc, segs.start),
+                                  open_space=self._carry_space)
         c = self._carry_bin.shape[0]
         rank = np.empty(res.order.shape[0], dtype=np.int64)
         rank[res.order] = np.arange(c, c + res.order.shape[0], dtype=np.int64)
@@ -220,7 +225,7 @@ class Packer:
         seg_row = row_of_bin[bins]
         out = seg_row >= 0
         packed = build_rows(buf_ids, buf_lab, pad_src, seg_row[out], src[out], length[out], doc[out], start[out],
-                            int(emit_bins.shape[0]), seq_len, self.pad_id)
+                            int(emit_bins.shape[0]), seq_len, self.pad_id, self.multiple)
 
         self._carry(buf_ids, buf_lab, keep_open, space, bins, src, length, doc, start, ~out)
         rep = packed.report

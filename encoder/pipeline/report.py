@@ -155,7 +155,9 @@ def format_report(r: dict[str, Any]) -> str:
     p = r.get("pack")
     if p is not None:
         lines.append(f"  rows        {p['rows']:,} x {p['seq_len']:,}, fill {p['fill_rate']:.2%}, "
-                     f"padding {p['padding_tokens']:,} tokens")
+                     f"padding {p['padding_tokens']:,} tokens"
+                     + (f" (documents padded to multiples of {p['pad_to_multiple_of']})"
+                        if p.get("pad_to_multiple_of") else ""))
         n_over = p["split"] + p["truncated"] + p["dropped"]
         lines.append(f"  overlong    split {p['split']}, truncated {p['truncated']}, dropped {p['dropped']} "
                      f"({p['dropped_tokens']:,} tokens lost)" + (f" -> {p['overlong_file']}" if n_over else ""))

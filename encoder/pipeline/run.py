@@ -43,16 +43,16 @@ from ..errors import InputError, OcmlError
 from ..packing.packed import fill_rate
 from .readers import Position, Source, count_records, iter_chunks, resolve
 from .report import LengthHistogram, error_summary, format_error, format_report, write_json
-from .shards import IGNORE, NPY_DIR, PARQUET_DIR, Block, ShardWriter, remove_shards_from, shard_name
+from .shards import IGNORE, MEGATRON_DIR, NPY_DIR, PARQUET_DIR, Block, ShardWriter, remove_shards_from, shard_name
 from .workers import RecordError, Rendered, RenderPool, RenderSpec, default_workers
 
 STATE_DIR = ".ocml"
 PROGRESS = "progress.json"
 ERRORS = "errors.jsonl"
 OVERLONG = "overlong.jsonl"  # every dropped / truncated / split document, by file and line
-ARTEFACTS = (PARQUET_DIR, NPY_DIR, STATE_DIR, "manifest.json", "report.json", ERRORS, OVERLONG, "lengths.png",
-             "recipe.yaml")  # recipe.yaml: the resolved recipe a recipe run writes (pipeline.recipe_run)
-OUTPUTS = ("parquet", "npy")
+ARTEFACTS = (PARQUET_DIR, NPY_DIR, MEGATRON_DIR, STATE_DIR, "manifest.json", "report.json", ERRORS, OVERLONG,
+             "lengths.png", "recipe.yaml")  # recipe.yaml: the resolved recipe a recipe run writes (pipeline.recipe_run)
+OUTPUTS = ("parquet", "npy", "megatron")
 LOC_BITS = 40           # document index = source << 40 | location (what the packer reports back)
 WRITE_TOKENS = 1 << 20  # tokens converted / written at a time (bounds the conversion copies)
 SHOW_ERRORS = 10        # bad records printed as they come; all go to errors.jsonl
@@ -94,6 +94,8 @@ class PackOptions:
     chunk_records: int = 256
     epoch_tokens: int = 1 << 22
     plot: bool = True                # write lengths.png (matplotlib costs ~0.3 s a run)
+    pad_to_multiple_of: int | None = None  # pad every packed document segment to a multiple of N
+    seq_idx: bool = False            # add the per-token segment index column (packed)
 
     def output_key(self, enc: Any) -> dict[str, Any]:
         """The options the output depends on (part of the fingerprint; workers / progress /
@@ -105,6 +107,7 @@ class PackOptions:
             "overlong": self.overlong, "window": self.window, "pad_id": self.pad_id, "shard_size": self.shard_size,
             "outputs": list(self.outputs), "messages_field": self.messages_field, "tools_field": self.tools_field,
             "chunk_records": self.chunk_records, "epoch_tokens": self.epoch_tokens, "ocml": ocml_version(),
+            "pad_to_multiple_of": self.pad_to_multiple_of, "seq_idx": self.seq_idx,
         }
 
 
@@ -266,7 +269,9 @@ class _Run:
         remove_shards_from(self.out, self.resumed_shards)
         self.writer = ShardWriter(self.out, packed=opts.pack, seq_len=opts.seq_len or 0, shard_rows=opts.shard_size,
                                   parquet="parquet" in opts.outputs, npy="npy" in opts.outputs,
-                                  skip_rows=self.resumed_shards * opts.shard_size, on_shard=self._on_shard)
+                                  skip_rows=self.resumed_shards * opts.shard_size, on_shard=self._on_shard,
+                                  megatron="megatron" in opts.outputs, vocab_size=enc.tokenizer.n_vocab,
+                                  seq_idx=opts.seq_idx)
         self.writer.rows = ck["rows"] if ck else 0
         # Checkpoints not yet covered by complete shards (the first one always is).
         first = Position(0, sources[0].kind.first_location, 0)
@@ -279,7 +284,7 @@ class _Run:
         from ..pack import Packer
 
         return Packer(self.opts.seq_len, pad_id=self.opts.pad_id, encoder=self.enc, overlong=self.opts.overlong,
-                      window=self.opts.window)
+                      window=self.opts.window, pad_to_multiple_of=self.opts.pad_to_multiple_of)
 
     # -- checkpoints ---------------------------------------------------------------------
     def _checkpoint(self, pos: Position) -> Checkpoint:
@@ -460,6 +465,27 @@ def _check(opts: PackOptions) -> None:
     bad = [o for o in opts.outputs if o not in OUTPUTS]
     if bad or not opts.outputs:
         raise InputError(f"unknown output {bad}", code="E-USAGE", field="--output", hint="parquet, npy or both")
+    _check_outputs(opts)
+
+
+def _check_outputs(opts: PackOptions) -> None:
+    """Options that only apply to packed rows, and Megatron's unpacked documents."""
+    from ..packing.padding import check_multiple
+
+    if "megatron" in opts.outputs and (opts.pack or opts.seq_len is not None):
+        raise InputError("Megatron output holds unpacked documents (Megatron packs them at train time)",
+                         code="E-USAGE", field="--seq-len" if opts.seq_len is not None else "--output",
+                         hint="drop --seq-len (and packing options) with --output megatron")
+    for name, given in (("--pad-to-multiple-of", opts.pad_to_multiple_of is not None), ("--seq-idx", opts.seq_idx)):
+        if given and not opts.pack:
+            raise InputError(f"{name} applies to packed rows only", code="E-USAGE", field=name,
+                             hint="drop it, or pack (--seq-len N without --no-pack)")
+    if opts.pack and opts.seq_len is not None:
+        try:
+            check_multiple(opts.pad_to_multiple_of, opts.seq_len)
+        except OcmlError as exc:
+            raise InputError(exc.message.replace("pad_to_multiple_of", "--pad-to-multiple-of"), code="E-USAGE",
+                             field="--pad-to-multiple-of", hint=exc.hint) from None
 
 
 def _bar(opts: PackOptions, sources: list[Source], log: IO[str], done: int) -> Any:
@@ -486,8 +512,10 @@ def _final_report(opts: PackOptions, enc: Any, state: _Run, sources: list[Source
             first = [json.loads(line) for _, line in zip(range(20), f)]
         pack = {**asdict(tot), "fill_rate": tot.fill_rate, "overlong": opts.overlong,
                 "pad_id": state.packer.pad_id if state.packer is not None else None,
+                "pad_to_multiple_of": opts.pad_to_multiple_of,
                 "overlong_file": OVERLONG, "overlong_documents": first}
-    dirs = [d + "/" for d, o in ((PARQUET_DIR, "parquet"), (NPY_DIR, "npy")) if o in opts.outputs]
+    dirs = [d + "/" for d, o in ((PARQUET_DIR, "parquet"), (NPY_DIR, "npy"), (MEGATRON_DIR, "megatron"))
+            if o in opts.outputs]
     rows = pack["rows"] if pack else c.documents
     report = {
         "out": str(out), "format": enc.format_name, "tokenizer": enc.tokenizer.name, "mask": _policy(enc.mask),
@@ -509,11 +537,14 @@ def _final_report(opts: PackOptions, enc: Any, state: _Run, sources: list[Source
                       "n_vocab": enc.tokenizer.n_vocab},
         "mask": _policy(enc.mask), "cot": enc.cot.value, "packed": opts.pack, "seq_len": opts.seq_len,
         "overlong": opts.overlong if opts.pack else None, "pad_id": pack["pad_id"] if pack else None,
-        "columns": (["input_ids", "labels", "position_ids", "seq_lengths"] if opts.pack
-                    else ["input_ids", "labels", "assistant_masks"]),
+        "columns": (["input_ids", "labels", "position_ids", "seq_lengths"] + (["seq_idx"] if opts.seq_idx else [])
+                    if opts.pack else ["input_ids", "labels", "assistant_masks"]),
+        "pad_to_multiple_of": opts.pad_to_multiple_of,
         "shards": {"parquet": [f"{PARQUET_DIR}/{shard_name(k)}.parquet" for k in range(n_shards)]
                    if "parquet" in opts.outputs else [],
-                   "npy": [f"{NPY_DIR}/{shard_name(k)}" for k in range(n_shards)] if "npy" in opts.outputs else []},
+                   "npy": [f"{NPY_DIR}/{shard_name(k)}" for k in range(n_shards)] if "npy" in opts.outputs else [],
+                   "megatron": [f"{MEGATRON_DIR}/{shard_name(k)}" for k in range(n_shards)]
+                   if "megatron" in opts.outputs else []},
         "shard_size": opts.shard_size,
         "counts": report["counts"] | ({"trained_labels": pack["trained_tokens"], "fill_rate": pack["fill_rate"]}
                                       if pack else {}),

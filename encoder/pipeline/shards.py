@@ -14,6 +14,13 @@ Layout under the output folder (readable without ocml):
   (padding segments included: each row's lengths sum to seq_len) with ``seq_offsets``
   int64 [rows+1] into it.  Unpacked: flat ``input_ids`` / ``labels`` int32 and
   ``offsets`` int64 [docs+1].
+- ``megatron/train-NNNNN_text_document.{bin,idx}`` and ``..._loss_mask_document.{bin,idx}``
+  (``--output megatron``, unpacked only): Megatron-LM indexed datasets, one sequence per
+  document (see ``megatron``).
+- ``seq_idx`` (``--seq-idx``, packed only): per token, the index of its segment in the row
+  (transformers' ``DataCollatorWithFlattening`` name), for block-diagonal attention masks:
+  a Parquet list<int32> column, and ``seq_idx.npy`` int32 [rows, seq_len] (padding is a
+  segment of its own there).
 
 Every shard holds ``shard_rows`` rows (the last one fewer).  It is written to a hidden
 temporary name and renamed into place when complete (an atomic rename on POSIX), so
@@ -31,9 +38,13 @@ from typing import Any
 
 import numpy as np
 
+from ..packing.packed import segment_index
+from .megatron import IDS_KEY, MASK_KEY, IndexedWriter, token_dtype
+
 IGNORE = -100
 PARQUET_DIR = "data"
 NPY_DIR = "npy"
+MEGATRON_DIR = "megatron"
 _NPY_HEADER = 128  # fixed header size, so the shape can be written once the row count is known
 
 
@@ -82,8 +93,9 @@ class Block:
 
 # -- Parquet -----------------------------------------------------------------------------------
 
-def parquet_table(block: Block) -> Any:
-    """A block as a pyarrow Table with TRL's columns (no per-row Python)."""
+def parquet_table(block: Block, seq_idx: bool = False) -> Any:
+    """A block as a pyarrow Table with TRL's columns (no per-row Python); ``seq_idx``: add
+    the per-token segment index column (packed blocks)."""
     import pyarrow as pa
 
     def lists(offsets: np.ndarray, values: np.ndarray, typ: Any) -> Any:
@@ -114,24 +126,28 @@ def parquet_table(block: Block) -> Any:
     seg_off = np.zeros(block.rows + 1, dtype=np.int64)
     np.cumsum(seg_count, out=seg_off[1:])
     assert block.position_ids is not None
-    return pa.table({
+    columns = {
         "input_ids": lists(tok_off, block.input_ids[keep].astype(np.int32), pa.int32()),
         "labels": lists(tok_off, block.labels[keep].astype(np.int64), pa.int64()),
         "position_ids": lists(tok_off, block.position_ids[keep].astype(np.int32), pa.int32()),
         "seq_lengths": lists(seg_off, block.seg_lengths[real].astype(np.int32), pa.int32()),
-    })
+    }
+    if seq_idx:
+        flat = segment_index(block.seg_offsets, block.seg_lengths).reshape(block.rows, seq_len)
+        columns["seq_idx"] = lists(tok_off, flat[keep], pa.int32())
+    return pa.table(columns)
 
 
 class _ParquetPart:
-    def __init__(self, final: Path) -> None:
-        self.final = final
+    def __init__(self, final: Path, seq_idx: bool = False) -> None:
+        self.final, self.seq_idx = final, seq_idx
         self.tmp = final.with_name("." + final.name + ".tmp")
         self.writer: Any = None
 
     def write(self, block: Block) -> None:
         import pyarrow.parquet as pq
 
-        table = parquet_table(block)
+        table = parquet_table(block, self.seq_idx)
         if self.writer is None:
             self.writer = pq.ParquetWriter(self.tmp, table.schema, compression="zstd")
         self.writer.write_table(table)
@@ -178,7 +194,7 @@ class NpyAppender:
 
 
 class _NpyPart:
-    def __init__(self, final: Path, packed: bool, seq_len: int) -> None:
+    def __init__(self, final: Path, packed: bool, seq_len: int, seq_idx: bool = False) -> None:
         self.final = final
         self.tmp = final.with_name("." + final.name + ".tmp")
         if self.tmp.exists():
@@ -188,6 +204,7 @@ class _NpyPart:
         row = (seq_len,) if packed else ()
         names = (("input_ids", np.int32, row), ("labels", np.int32, row))
         names += (("position_ids", np.int32, row), ("seq_lengths", np.int32, ())) if packed else ()
+        names += (("seq_idx", np.int32, row),) if packed and seq_idx else ()
         self.files = {n: NpyAppender(self.tmp / f"{n}.npy", np.dtype(d), r) for n, d, r in names}
         self.offsets: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
         self.base = 0  # segments (packed) / tokens (unpacked) written so far
@@ -200,6 +217,8 @@ class _NpyPart:
             assert block.seg_offsets is not None and block.seg_lengths is not None
             f["position_ids"].append(block.position_ids)  # type: ignore[arg-type]
             f["seq_lengths"].append(block.seg_lengths)
+            if "seq_idx" in f:
+                f["seq_idx"].append(segment_index(block.seg_offsets, block.seg_lengths).reshape(block.rows, -1))
             self.offsets.append(block.seg_offsets[1:] + self.base)
             self.base += int(block.seg_offsets[-1])
         else:
@@ -223,6 +242,27 @@ class _NpyPart:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+class _MegatronPart:
+    """One shard as two Megatron indexed datasets: ids and loss mask (unpacked documents)."""
+
+    def __init__(self, prefix: Path, vocab_size: int) -> None:
+        self.parts = [IndexedWriter(prefix.with_name(f"{prefix.name}_{IDS_KEY}"), token_dtype(vocab_size)),
+                      IndexedWriter(prefix.with_name(f"{prefix.name}_{MASK_KEY}"), np.dtype(np.uint8))]
+
+    def write(self, block: Block) -> None:
+        assert block.offsets is not None and block.mask is not None, "Megatron output holds unpacked documents"
+        self.parts[0].add(block.input_ids, block.offsets)
+        self.parts[1].add(block.mask.astype(np.uint8), block.offsets)
+
+    def commit(self) -> None:
+        for w in self.parts:
+            w.commit()
+
+    def abort(self) -> None:
+        for w in self.parts:
+            w.abort()
+
+
 def _fsync(path: Path) -> None:
     with open(path, "rb") as f:
         os.fsync(f.fileno())
@@ -237,10 +277,11 @@ class ShardWriter:
 
     def __init__(self, out: Path, *, packed: bool, seq_len: int, shard_rows: int, parquet: bool, npy: bool,
                  skip_rows: int = 0, on_shard: Callable[[int, int], None] | None = None,
-                 split: str = "train") -> None:
+                 split: str = "train", megatron: bool = False, vocab_size: int = 0, seq_idx: bool = False) -> None:
         self.out, self.packed, self.seq_len, self.shard_rows = out, packed, seq_len, shard_rows
         self.split = split
         self.parquet, self.npy = parquet, npy
+        self.megatron, self.vocab_size, self.seq_idx = megatron, vocab_size, seq_idx
         self.on_shard = on_shard
         self.rows = 0                       # global rows seen (including skipped ones)
         self.skip_rows = skip_rows
@@ -250,6 +291,8 @@ class ShardWriter:
             (out / PARQUET_DIR).mkdir(parents=True, exist_ok=True)
         if npy:
             (out / NPY_DIR).mkdir(parents=True, exist_ok=True)
+        if megatron:
+            (out / MEGATRON_DIR).mkdir(parents=True, exist_ok=True)
 
     def write(self, block: Block) -> None:
         a = 0
@@ -270,9 +313,11 @@ class ShardWriter:
         if not self._parts:
             name = shard_name(self.shard, self.split)
             if self.parquet:
-                self._parts.append(_ParquetPart(self.out / PARQUET_DIR / f"{name}.parquet"))
+                self._parts.append(_ParquetPart(self.out / PARQUET_DIR / f"{name}.parquet", self.seq_idx))
             if self.npy:
-                self._parts.append(_NpyPart(self.out / NPY_DIR / name, self.packed, self.seq_len))
+                self._parts.append(_NpyPart(self.out / NPY_DIR / name, self.packed, self.seq_len, self.seq_idx))
+            if self.megatron:
+                self._parts.append(_MegatronPart(self.out / MEGATRON_DIR / name, self.vocab_size))
         return self._parts
 
     def _commit(self) -> None:
@@ -300,7 +345,7 @@ class ShardWriter:
 def shard_files(out: Path, split: str = "train") -> list[Path]:
     """Every shard of ``split`` ocml may have written under ``out`` (complete or temporary)."""
     found: list[Path] = []
-    for sub in (PARQUET_DIR, NPY_DIR):
+    for sub in (PARQUET_DIR, NPY_DIR, MEGATRON_DIR):
         d = out / sub
         if d.is_dir():
             found += [p for p in d.iterdir() if p.name.startswith((f"{split}-", f".{split}-"))]
@@ -310,7 +355,7 @@ def shard_files(out: Path, split: str = "train") -> list[Path]:
 def remove_shards_from(out: Path, first: int, split: str = "train") -> None:
     """Remove temporary shards and shards numbered ``first`` or above (stale after a crash)."""
     for p in shard_files(out, split):
-        stem = p.name.lstrip(".").split(".")[0]
+        stem = p.name.lstrip(".").split(".")[0].split("_")[0]  # train-00003[_text_document]
         if p.name.startswith(".") or int(stem.split("-")[1]) >= first:
             if p.is_dir():
                 shutil.rmtree(p)
