@@ -27,7 +27,7 @@ from vocab.errors import as_strings
 from ..encoder import Encoder
 from ..errors import InputError, OcmlError, UnknownNameError
 from ..pipeline.readers import Chunk, Kind, Position, columns_for
-from ..pipeline.run import ocml_version
+from ..pipeline.options import ocml_version
 from ..pipeline.workers import Rendered, RenderSpec, render_chunk
 from . import batches
 from .columns import ERROR_COLUMNS, RENDER_COLUMNS, error_columns
@@ -76,7 +76,9 @@ class OcmlRender:
         if clash:
             raise InputError(f"keep names output columns {sorted(clash)}", field="keep")
         self.errors = _choice(errors, ["collect", "raise"], "errors")
-        self._spec = RenderSpec(self.messages_field, self.tools_field, message_index="message_index" in self.outputs)
+        # Every row keeps its tokens (a map returns one row per record): untrained ones too.
+        self._spec = RenderSpec(self.messages_field, self.tools_field, message_index="message_index" in self.outputs,
+                                keep_untrained=True)
         self.version = ocml_version()  # in the pickled state, so datasets' cache key changes with ocml
 
     def __repr__(self) -> str:

@@ -104,18 +104,24 @@ class LengthHistogram:
         os.replace(tmp, path)
 
 
-def error_summary(errors_path: Path, limit: int = 10) -> dict[str, Any]:
-    """Counts by code from ``errors.jsonl`` (read back: it may hold far more than memory should)."""
-    codes: Counter[str] = Counter()
+def log_summary(path: Path, key: str, limit: int = 10) -> dict[str, Any]:
+    """Counts by ``key`` of a JSON Lines log and its first entries (read back: the log may
+    hold far more than memory should)."""
+    counts: Counter[str] = Counter()
     first: list[dict[str, Any]] = []
-    if errors_path.exists():
-        with open(errors_path, encoding="utf-8") as f:
+    if path.exists():
+        with open(path, encoding="utf-8") as f:
             for line in f:
                 e = json.loads(line)
-                codes[e["code"]] += 1
+                counts[e[key]] += 1
                 if len(first) < limit:
                     first.append(e)
-    return {"by_code": dict(codes.most_common()), "first": first}
+    return {f"by_{key}": dict(counts.most_common()), "first": first}
+
+
+def error_summary(errors_path: Path, limit: int = 10) -> dict[str, Any]:
+    """Counts by code from ``errors.jsonl``."""
+    return log_summary(errors_path, "code", limit)
 
 
 def where(e: dict[str, Any]) -> str:
@@ -143,15 +149,25 @@ def format_error(e: dict[str, Any]) -> str:
 def format_report(r: dict[str, Any]) -> str:
     """The summary printed at the end of ``ocml pack`` (also what ``report.json`` holds)."""
     c = r["counts"]
-    lines = [f"ocml pack: {c['records']:,} records from {len(r['inputs'])} input file(s) -> {r['out']}",
+    lines = [f"ocml pack: {c['records']:,} records from {len(r['inputs'])} input(s) -> {r['out']}",
              f"  format      {r['format']} on {r['tokenizer']}, mask {r['mask']}, cot {r['cot']}"]
     bad = c["bad_records"]
     by_code = ", ".join(f"{k} {v}" for k, v in r["errors"]["by_code"].items())
     lines.append(f"  documents   {c['documents']:,} rendered, {bad:,} bad record(s) skipped"
                  + (f" ({by_code}) -> errors.jsonl" if bad else ""))
+    u = r.get("untrained")
+    if u is not None:
+        why = ", ".join(f"{k} {v}" for k, v in u["by_reason"].items())
+        lines.append(f"  untrained   {u['count']:,} document(s) with nothing to train "
+                     + ("kept (--keep-untrained)" if u["kept"] else "skipped")
+                     + (f" ({why}) -> {u['file']}" if u["count"] else ""))
     tok, trained = c["tokens"], c["trained_tokens"]
     share = f" ({trained / tok:.1%})" if tok else ""
-    lines.append(f"  tokens      {tok:,} in documents, {trained:,} trained{share}")
+    lines.append(f"  tokens      {tok:,} in documents, {trained:,} trained after every policy{share}")
+    t = r.get("trained")
+    if t is not None and t["removed"]:
+        removed = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in t["removed"].items())
+        lines.append(f"  trained     {t['rendered']:,} rendered; removed by policy: {removed}")
     p = r.get("pack")
     if p is not None:
         lines.append(f"  rows        {p['rows']:,} x {p['seq_len']:,}, fill {p['fill_rate']:.2%}, "
