@@ -229,7 +229,8 @@ def _add_pack(sub: Any) -> None:
             "Render every conversation of the inputs with exact loss masks, pack them into rows of --seq-len "
             "tokens and write Parquet shards (TRL columns: input_ids, labels, position_ids, seq_lengths) and/or "
             "memmap-able .npy shards, plus DIR/manifest.json, DIR/report.json, DIR/lengths.png, DIR/errors.jsonl "
-            "(bad records by file and line) and DIR/overlong.jsonl. Rerunning the same command after an "
+            "(bad records by file and line), DIR/overlong.jsonl and DIR/untrained.jsonl. Every row says which input "
+            "and record each document came from (doc_source, doc_record). Rerunning the same command after an "
             "interruption resumes from the last complete shard.", 79),
         epilog=EPILOG + "\nexample:\n  ocml pack examples/sample --seq-len 4096 --out packed/\n",
         formatter_class=argparse.RawDescriptionHelpFormatter)

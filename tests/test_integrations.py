@@ -162,7 +162,7 @@ def test_table_and_column_dict_batches_agree(enc: encoder.Encoder, lines: list[s
     fn = OcmlRender(enc)
     as_dict = fn({"messages": [r["messages"] for r in recs], "tools": [r.get("tools") for r in recs]})
     as_json = OcmlRender(enc, json_field="j")(pa.table({"j": [json.dumps(r) for r in recs]}))
-    assert isinstance(as_dict, dict) and as_dict == as_json.to_pydict()  # a dict in: lists out, as datasets wants
+    assert isinstance(as_dict, dict) and as_dict == as_json.to_pydict()  # a plain dict in: lists out (streaming map)
     assert as_dict["input_ids"] == [direct(enc, json.dumps(r)).ids.tolist() for r in recs]
 
 

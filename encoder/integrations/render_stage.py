@@ -52,11 +52,12 @@ class OcmlRender:
 
     ``__call__(batch, indices=None)``: ``indices`` are the dataset row numbers when the map
     passes them (``datasets.map(..., with_indices=True)``); errors then name those rows.
-    A table in (Ray, an Arrow-formatted ``datasets`` map) gives a table out, which replaces
-    the batch (so ``keep`` says which input columns stay); a column dict in (a ``datasets``
-    map in its default format, a streaming ``IterableDataset`` included) gives a dict of
+    A table in (Ray, an Arrow-formatted map) or a ``Dataset.map`` batch gives a typed table
+    out, which replaces the batch (``keep`` says which input columns stay); a plain dict of
+    columns in (a streaming ``IterableDataset.map`` in its default format) gives a dict of
     lists out, which ``datasets`` merges into the batch (input columns stay unless the map
-    removes them).
+    removes them).  (A ``Dataset.map`` cannot take lists back: a first batch without errors
+    would give the error columns Arrow's null type, which ``datasets`` refuses to write.)
     """
 
     def __init__(self, encoder: Encoder | str = "openchatml-2.2", tokenizer: Any = None, *,
@@ -115,10 +116,9 @@ class OcmlRender:
             raise type(exc)(f"{where}: {exc.message}", code=exc.code, index=exc.index, field=exc.field,
                             position=exc.position, hint=exc.hint)
         table = self._table(batch, n, out, valid, failed)
-        if isinstance(batch, (pa.Table, pa.RecordBatch)):
-            return table
-        # A column dict in: ``datasets`` only takes lists / arrays back from one (and merges them).
-        return table.to_pydict()  # type: ignore[return-value]
+        if type(batch) is dict:  # a streaming map's batch: it takes lists back (and merges them)
+            return table.to_pydict()
+        return table
 
     # -- steps ---------------------------------------------------------------------
     def _chunk(self, batch: batches.BatchLike, n: int) -> tuple[Chunk, dict[int, OcmlError]]:

@@ -55,8 +55,8 @@ class SourceMap:
         real = index >= 0
         f = np.where(real, index >> LOC_BITS, 0)
         loc = index & ((1 << LOC_BITS) - 1)
-        source = np.where(real, self.source_of[f] if f.size else f, -1).astype(np.int32)
-        record = np.where(real, self.bases()[f] + loc - self.first_location[f] if f.size else f, -1)
+        source = np.where(real, self.source_of[f], -1).astype(np.int32)
+        record = np.where(real, self.bases()[f] + loc - self.first_location[f], -1)
         return source, record.astype(np.int64)
 
     def where(self, file: int, location: int) -> dict[str, Any]:

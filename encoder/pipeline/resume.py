@@ -33,7 +33,6 @@ class Checkpoint:
     lengths: dict[str, list[int]]
     pack: dict[str, int]
     file_records: list[int] = field(default_factory=list)  # records (lines / rows) seen per input file
-    shards: int = 0                  # complete shards when this checkpoint was taken
 
 
 def input_fingerprint(sources: list[Source]) -> list[dict[str, Any]]:
