@@ -21,7 +21,7 @@ from encoder.pipeline.options import BAD_SAMPLE, OVERLONG_DEFAULTS, resolve_over
 from encoder.pipeline.records import conversation_from_record
 from encoder.pipeline.run import PackOptions, TooManyBadRecords, run
 from encoder.packing.packed import Overlong
-from test_pipeline import WORDS, conversation, opts, parquet_rows, write_data
+from test_pipeline import conversation, opts, parquet_rows, write_data
 
 SEQ = 384
 
@@ -247,3 +247,21 @@ def test_an_epoch_is_saved_as_a_shard(tmp_path: Path) -> None:
     assert res.report["shards"]["count"] == 5
     progress = json.loads((tmp_path / "out" / ".ocml" / "progress.json").read_text())
     assert progress["status"] == "done"
+
+
+def test_overwrite_adopts_only_what_an_older_ocml_wrote(tmp_path: Path) -> None:
+    """A folder packed before ocml kept its marker (``.ocml/progress.json`` only): --overwrite
+    replaces that run's own names and shards, and still nothing else."""
+    write_data(tmp_path / "in.jsonl", 10, seed=3)
+    out = tmp_path / "old"
+    (out / ".ocml").mkdir(parents=True)
+    (out / ".ocml" / "progress.json").write_text(json.dumps({"fingerprint": "0" * 32, "status": "done"}))
+    (out / "data").mkdir()
+    for name in ("train-00000.parquet", "train-00007.parquet", "mydata.jsonl"):
+        (out / "data" / name).write_text("x")
+    (out / "manifest.json").write_text("{}")
+    (out / "notes.txt").write_text("mine")
+    run(opts([tmp_path / "in.jsonl"], out, overwrite=True, outputs=("parquet",)))
+    assert sorted(p.name for p in (out / "data").iterdir()) == ["mydata.jsonl", "train-00000.parquet"]
+    assert (out / "data" / "mydata.jsonl").read_text() == "x" and (out / "notes.txt").read_text() == "mine"
+    assert json.loads((out / "manifest.json").read_text())["format"] == "openchatml-2.2"

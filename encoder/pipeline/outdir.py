@@ -21,6 +21,10 @@ from .readers import Source
 from .resume import PROGRESS, STATE_DIR, read_progress
 
 MARKER = "owned.json"
+# What ocml wrote before it kept a marker (a folder with ``.ocml/progress.json`` but no
+# marker): only these names, the ones that ocml version wrote itself, are adopted.
+LEGACY_FILES = ("manifest.json", "report.json", "errors.jsonl", "overlong.jsonl", "lengths.png",
+                f"{STATE_DIR}/{PROGRESS}")
 
 
 class OutDir:
@@ -36,6 +40,27 @@ class OutDir:
             except (ValueError, KeyError, TypeError):
                 raise InputError(f"{self.marker} is damaged", code="E-OUT", field="--out",
                                  hint="use a new --out (ocml cannot tell which files there are its own)") from None
+
+    def adopt_legacy(self) -> bool:
+        """Claim the files of a pack run written before markers existed (``LEGACY_FILES`` and
+        ``train-NNNNN`` shards); False when ``out`` is not such a run."""
+        if self.marker.exists() or not (self.out / STATE_DIR / PROGRESS).is_file():
+            return False
+        try:
+            if "fingerprint" not in json.loads((self.out / STATE_DIR / PROGRESS).read_text("utf-8")):
+                return False
+        except ValueError:
+            return False
+        keys = {name for name in LEGACY_FILES if (self.out / name).is_file()} | {f"{STATE_DIR}/"}
+        for sub in ("data", "npy"):
+            for p in sorted((self.out / sub).glob("*")) if (self.out / sub).is_dir() else []:
+                if _legacy_shard(p.name):
+                    keys.add(self.rel(p) + ("/" if p.is_dir() else ""))
+                    if p.is_dir():
+                        keys |= {self.rel(f) for f in p.iterdir() if f.is_file()}
+        self.owned |= keys
+        self._save()
+        return True
 
     def rel(self, path: Path) -> str:
         return path.relative_to(self.out).as_posix()
@@ -100,6 +125,11 @@ class OutDir:
         write_json(path, obj)
 
 
+def _legacy_shard(name: str) -> bool:
+    stem = name.lstrip(".").split(".")[0]
+    return stem.startswith("train-") and stem[6:].isdigit()
+
+
 def is_shard(key: str, first: int) -> bool:
     """A claimed shard path (``data/train-00003.parquet``, ``npy/train-00003/x.npy``, temporary
     ``.train-...``) that a run resumed at shard ``first`` must rewrite."""
@@ -131,6 +161,7 @@ def prepare(out: Path, fp: str, overwrite: bool, sources: list[Source]) -> tuple
     check_inputs_outside(out, sources)
     od = OutDir(out)
     if overwrite and out.exists():
+        od.adopt_legacy()
         od.remove()
     progress = read_progress(out) if od.owns(out / STATE_DIR / PROGRESS) else None
     if progress is not None:

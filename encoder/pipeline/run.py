@@ -40,17 +40,16 @@ from ..packing.packed import fill_rate
 from .errorfile import ERRORS, ErrorLog, StrictStop
 from .faults import FAULT_ENV, fault
 from .gates import BadFractionGate, TooManyBadRecords
-from .options import PackOptions, check, mask_name, ocml_version
+from .options import PackOptions, check
 from .outdir import OutDir, is_shard, prepare
 from .provenance import LOC_BITS, SourceMap
 from .readers import Position, count_records, iter_chunks
-from .report import LengthHistogram, error_summary, format_report, log_summary
+from .report import OVERLONG, LengthHistogram, final_report, format_report
 from .resume import PROGRESS, STATE_DIR, Checkpoint, fingerprint, input_fingerprint, reopen_log
-from .shards import IGNORE, NPY_DIR, PARQUET_DIR, Block, ShardWriter, shard_name
+from .shards import IGNORE, Block, ShardWriter
 from .untrained import UNTRAINED
 from .workers import RecordError, Rendered, RenderPool, RenderSpec, default_workers
 
-OVERLONG = "overlong.jsonl"  # every dropped / truncated / split document, by file and line
 WRITE_TOKENS = 1 << 20  # tokens converted / written at a time (bounds the conversion copies)
 
 
@@ -321,7 +320,7 @@ def run(opts: PackOptions, log: IO[str] | None = None) -> RunResult:
         if bar is not None:
             bar.close()
     seconds = time.perf_counter() - t0
-    report = _final_report(opts, enc, state, inputs, n_shards, seconds)
+    report = final_report(opts, enc, state, inputs, n_shards, seconds)
     return RunResult(report, 0, format_report(report), resumed=progress is not None)
 
 
@@ -335,79 +334,6 @@ def _bar(opts: PackOptions, smap: SourceMap, log: IO[str], done: int) -> Any:
     total = sum(counts) if all(c is not None for c in counts) else None  # type: ignore[misc]
     return tqdm(total=total, initial=done, unit=" rec", file=log, dynamic_ncols=True, smoothing=0.1,
                 desc="ocml pack")
-
-
-def _trained(opts: PackOptions, state: _Run) -> dict[str, Any]:
-    """Trained tokens as rendered, what each policy removed, and what the rows train."""
-    c, tot = state.counters, state.pack_total
-    removed = ({"overlong_drop": tot.dropped_trained, "overlong_truncate": tot.truncated_trained,
-                "overlong_split": tot.split_trained, "document_start": c.start_trained} if opts.pack else {})
-    after = tot.trained_tokens if opts.pack else c.trained_tokens
-    return {"rendered": c.trained_tokens, "removed": removed, "after": after}
-
-
-def _final_report(opts: PackOptions, enc: Any, state: _Run, inputs: list[dict[str, Any]],
-                  n_shards: int, seconds: float) -> dict[str, Any]:
-    out = opts.out
-    c = state.counters
-    errors = error_summary(out / ERRORS)
-    pack = None
-    if opts.pack:
-        tot = state.pack_total
-        with open(out / OVERLONG, encoding="utf-8") as f:
-            first = [json.loads(line) for _, line in zip(range(20), f)]
-        pack = {**asdict(tot), "fill_rate": tot.fill_rate, "overlong": opts.overlong_policy.value,
-                "pad_id": state.packer.pad_id if state.packer is not None else None,
-                "overlong_file": OVERLONG, "overlong_documents": first}
-    dirs = [d + "/" for d, o in ((PARQUET_DIR, "parquet"), (NPY_DIR, "npy")) if o in opts.outputs]
-    rows = pack["rows"] if pack else c.documents
-    trained = _trained(opts, state)
-    run_records, run_tokens = c.records - state.start_counts[0], c.tokens - state.start_counts[1]
-    report = {
-        "out": str(out), "format": enc.format_name, "tokenizer": enc.tokenizer.name, "mask": mask_name(enc.mask),
-        "cot": enc.cot.value, "inputs": list(opts.inputs),
-        "counts": asdict(c) | {"rows": rows, "trained_tokens": trained["after"]},
-        "trained": trained,
-        "untrained": {"file": UNTRAINED, "kept": opts.keep_untrained, "count": c.untrained,
-                      **log_summary(out / UNTRAINED, "reason")},
-        "pack": pack, "lengths": state.hist.stats(opts.seq_len),
-        "errors": {"file": ERRORS, **errors, "max_bad_fraction": opts.max_bad_fraction,
-                   "bad_fraction": c.bad_records / c.records if c.records else 0.0},
-        "shards": {"count": n_shards, "outputs": list(opts.outputs), "dirs": dirs,
-                   "names": [shard_name(k) for k in range(n_shards)]},
-        # This run's own work: a resumed run counts from the checkpoint it started at.
-        "timing": {"seconds": round(seconds, 3), "records": run_records, "tokens": run_tokens,
-                   "records_per_s": run_records / seconds if seconds else 0.0,
-                   "tokens_per_s": run_tokens / seconds if seconds else 0.0, "workers": state.workers,
-                   "resumed_from_shard": state.resumed_shards},
-    }
-    title = f"{c.documents:,} documents, {enc.format_name}" + (f", seq_len {opts.seq_len:,}" if opts.seq_len else "")
-    if opts.plot:
-        png = out / "lengths.png"
-        state.od.claim([png, png.with_name("." + png.name + ".tmp.png")])
-        state.hist.plot(png, opts.seq_len, title)
-    manifest = {
-        "ocml_version": ocml_version(), "fingerprint": state.fp, "format": enc.format_name,
-        "tokenizer": {"name": enc.tokenizer.name, "vocab_hash": enc.tokenizer.fingerprint,
-                      "n_vocab": enc.tokenizer.n_vocab},
-        "mask": mask_name(enc.mask), "cot": enc.cot.value, "packed": opts.pack, "seq_len": opts.seq_len,
-        "overlong": opts.overlong_policy.value if opts.pack else None, "pad_id": pack["pad_id"] if pack else None,
-        "columns": (["input_ids", "labels", "position_ids", "seq_lengths", "doc_source", "doc_record"] if opts.pack
-                    else ["input_ids", "labels", "assistant_masks", "source", "record"]),
-        "sources": state.smap.manifest(),
-        "shards": {"parquet": [f"{PARQUET_DIR}/{shard_name(k)}.parquet" for k in range(n_shards)]
-                   if "parquet" in opts.outputs else [],
-                   "npy": [f"{NPY_DIR}/{shard_name(k)}" for k in range(n_shards)] if "npy" in opts.outputs else []},
-        "shard_size": opts.shard_size,
-        "counts": report["counts"] | ({"trained_labels": pack["trained_tokens"], "fill_rate": pack["fill_rate"]}
-                                      if pack else {}),
-        "inputs": inputs, "options": opts.output_key(enc),
-    }
-    state.od.write_json("manifest.json", manifest)
-    state.od.write_json("report.json", report)
-    state.od.write_json(f"{STATE_DIR}/{PROGRESS}", {"fingerprint": state.fp, "status": "done", "shards": n_shards,
-                                                    "rows": rows, "checkpoint": None})
-    return report
 
 
 __all__ = ["FAULT_ENV", "PackOptions", "RunResult", "StrictStop", "TooManyBadRecords", "run"]

@@ -208,7 +208,6 @@ class _NpyPart:
             shutil.rmtree(self.tmp)
         self.tmp.mkdir(parents=True)
         self.packed = packed
-        row = (seq_len,) if packed else ()
         self.files = {n: NpyAppender(self.tmp / f"{n}.npy", np.dtype(d), r) for n, d, r in self.arrays(packed, seq_len)}
         self.offsets: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
         self.base = 0  # segments (packed) / tokens (unpacked) written so far
