@@ -74,10 +74,13 @@ def test_a_clean_start_and_a_bad_end_fails_at_the_final_check(tmp_path: Path) ->
     assert res.report["errors"]["bad_fraction"] == pytest.approx(200 / 1300)
 
 
-def test_fraction_option_is_checked() -> None:
-    with pytest.raises(InputError) as info:
-        run(PackOptions(inputs=("x",), out=Path("o"), seq_len=8, max_bad_fraction=1.5))
-    assert info.value.code == "E-USAGE" and info.value.field == "--max-bad-fraction"
+def test_options_that_cannot_apply_are_usage_errors() -> None:
+    for kw, field in ((dict(seq_len=8, max_bad_fraction=1.5), "--max-bad-fraction"),
+                      (dict(pack=False, overlong="split"), "--overlong"), (dict(pack=False, pad_id=0), "--pad-id"),
+                      (dict(seq_len=8, overlong="wrap"), "--overlong")):
+        with pytest.raises(InputError) as info:
+            run(PackOptions(inputs=("x",), out=Path("o"), **kw))  # type: ignore[arg-type]
+        assert info.value.code == "E-USAGE" and info.value.field == field
 
 
 # -- documents with nothing to train -------------------------------------------------------------

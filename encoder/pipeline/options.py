@@ -99,9 +99,10 @@ def check(opts: PackOptions) -> None:
     if opts.pack and opts.seq_len is None:
         raise InputError("--seq-len is required when packing", code="E-USAGE", field="--seq-len",
                          hint="e.g. --seq-len 4096, or --no-pack for one row per conversation")
-    if not opts.pack and opts.overlong is not None:
-        raise InputError("--overlong applies to packing only", code="E-USAGE", field="--overlong",
-                         hint="--no-pack writes every conversation whole; drop --overlong")
+    for name, given in (("--overlong", opts.overlong), ("--pad-id", opts.pad_id)):
+        if not opts.pack and given is not None:
+            raise InputError(f"{name} applies to packing only", code="E-USAGE", field=name,
+                             hint=f"--no-pack writes every conversation whole, unpadded; drop {name}")
     if opts.workers < 0:
         raise InputError(f"--workers must be >= 0, got {opts.workers}", code="E-USAGE", field="--workers",
                          hint="0 = all cores")

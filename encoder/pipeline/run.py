@@ -36,11 +36,11 @@ from typing import IO, Any
 
 import numpy as np
 
-from ..packing.packed import fill_rate
+from ..packing.packed import Overlong, fill_rate
 from .errorfile import ERRORS, ErrorLog, StrictStop
 from .faults import FAULT_ENV, fault
 from .gates import BadFractionGate, TooManyBadRecords
-from .options import PackOptions, check
+from .options import BAD_SAMPLE, PackOptions, check
 from .outdir import OutDir, is_shard, prepare
 from .provenance import LOC_BITS, SourceMap
 from .readers import Position, count_records, iter_chunks
@@ -128,7 +128,8 @@ class _Run:
         self.errors = ErrorLog(self.out, smap.files, logs.get(ERRORS, 0), strict=opts.strict)
         self.overlong_file = reopen_log(self.out / OVERLONG, logs.get(OVERLONG, 0))
         self.untrained_file = reopen_log(self.out / UNTRAINED, logs.get(UNTRAINED, 0))
-        self.gate = BadFractionGate(opts.max_bad_fraction, checked_early=bool(ck))
+        # A resumed run checked its sample already if it had read that far.
+        self.gate = BadFractionGate(opts.max_bad_fraction, checked_early=self.counters.records >= BAD_SAMPLE)
         od.remove(lambda key: is_shard(key, self.resumed_shards))  # stale after a crash
         self.writer = ShardWriter(self.out, packed=opts.pack, seq_len=opts.seq_len or 0, shard_rows=opts.shard_size,
                                   parquet="parquet" in opts.outputs, npy="npy" in opts.outputs,
@@ -285,8 +286,8 @@ def run(opts: PackOptions, log: IO[str] | None = None) -> RunResult:
     if state.resumed_shards:
         state._say(f"ocml: resuming {opts.out} after shard {state.resumed_shards - 1} "
                    f"({state.resumed_shards} complete shard(s) kept)")
-    spec = RenderSpec(opts.messages_field, opts.tools_field, message_index=opts.pack and
-                      opts.overlong_policy.value == "truncate", keep_untrained=opts.keep_untrained)
+    spec = RenderSpec(opts.messages_field, opts.tools_field, keep_untrained=opts.keep_untrained,
+                      message_index=opts.pack and opts.overlong_policy is Overlong.TRUNCATE)
     chunks = iter_chunks(smap.files, messages_field=opts.messages_field, tools_field=opts.tools_field,
                          start=state.start, chunk_records=opts.chunk_records)
     ends: dict[int, Position] = {}
