@@ -276,7 +276,7 @@ def _add_pack(sub: Any) -> None:
     p.add_argument("--strict", action="store_true",
                    help="stop at the first bad record (exit 1) instead of skipping and reporting it")
     p.add_argument("--shard-size", type=int, default=8192, metavar="ROWS",
-                   help="rows per shard (default %(default)s)")
+                   help="rows per shard at most (default %(default)s; a shard also ends with each --window epoch)")
     p.add_argument("--output", default="parquet", choices=["parquet", "npy", "both"],
                    help="shard format: parquet (DIR/data/, loads with datasets / TRL), npy (DIR/npy/, memmap-able "
                         "arrays for Megatron/NeMo-style loaders) or both (default %(default)s)")

@@ -21,9 +21,9 @@ Layout under the output folder (readable without ocml):
   ``offsets`` int64 [docs+1], ``source`` / ``record`` [docs].
 
 A shard holds at most ``shard_rows`` rows; ``ShardWriter.cut()`` ends one early (the
-pipeline does at every epoch end, so a kill loses at most one epoch of work).  It is written to a hidden
-temporary name and renamed into place when complete (an atomic rename on POSIX), so
-readers and a resumed run never see half a shard.
+pipeline does at every epoch end, so a kill loses at most one epoch of work).  It is
+written to a hidden temporary name and renamed into place when complete (an atomic rename
+on POSIX), so readers and a resumed run never see half a shard.
 """
 
 from __future__ import annotations
