@@ -2,7 +2,11 @@
 
 ``records`` finds the conversation in a dataset record; ``readers`` streams records from
 files; ``workers`` renders them in processes; ``shards`` writes output atomically;
-``report`` summarises; ``run`` ties them together.
+``report`` summarises; ``run`` ties them together.  Around the run: ``options`` (the
+options, their defaults and checks), ``outdir`` (what ocml may write and delete in
+``--out``), ``resume`` (fingerprint, checkpoints), ``errorfile`` (``errors.jsonl``,
+``--strict``), ``gates`` (``--max-bad-fraction``), ``untrained`` (documents with nothing to
+train), ``provenance`` (the source and record of every document), ``faults`` (a test hook).
 """
 
 from __future__ import annotations
