@@ -18,15 +18,16 @@ from typing import Any
 from .errors import InputError, OcmlError
 
 EXIT_OK = 0
-EXIT_FAILED = 1        # --strict met a bad record; a run failed after it started (worker died, disk full)
+EXIT_FAILED = 1        # --strict met a bad record; too many bad records; a run failed after it started
 EXIT_USAGE = 2         # bad option, unreadable / unusable input, --out holding something else
 EXIT_INTERRUPTED = 130
 EXIT_PIPE = 141        # stdout closed early (ocml ... | head): like tools killed by SIGPIPE
 
 EPILOG = """exit codes:
   0    success (ocml pack: bad records were skipped, listed in DIR/errors.jsonl and the report)
-  1    ocml pack --strict stopped at a bad record, or a run failed after it started
-       (a worker died, the disk is full); rerun the same command to resume
+  1    ocml pack --strict stopped at a bad record, more than --max-bad-fraction of the
+       records were bad, or a run failed after it started (a worker died, the disk is
+       full); rerun the same command to resume
   2    usage or input error: bad option, missing / unreadable / non-UTF-8 / non-JSON input,
        an --out folder that holds something else
   130  interrupted (Ctrl-C); ocml pack resumes when rerun
@@ -165,7 +166,7 @@ def _cmd_formats(args: argparse.Namespace) -> int:
 
 def _cmd_pack(args: argparse.Namespace) -> int:
     from .pipeline.recipe_cli import check_plain_run, is_recipe_run, run_from_args
-    from .pipeline.run import PackOptions, StrictStop, run
+    from .pipeline.run import PackOptions, StrictStop, TooManyBadRecords, run
 
     recipe = is_recipe_run(args) or check_plain_run(args)  # --recipe / --seed / ...: pipeline.recipe_run
     outputs = ("parquet", "npy") if args.output == "both" else (args.output,)
@@ -176,10 +177,11 @@ def _cmd_pack(args: argparse.Namespace) -> int:
         messages_field=args.messages_field, tools_field=args.tools_field, overlong=args.overlong,
         strict=args.strict, shard_size=args.shard_size, pack=not unpacked, outputs=outputs,
         window=args.window, pad_id=args.pad_id, overwrite=args.overwrite, progress=args.progress,
-        pad_to_multiple_of=args.pad_to_multiple_of, seq_idx=args.seq_idx)
+        pad_to_multiple_of=args.pad_to_multiple_of, seq_idx=args.seq_idx,
+        max_bad_fraction=args.max_bad_fraction, keep_untrained=args.keep_untrained)
     try:
         result = run_from_args(args) if recipe else run(opts)
-    except StrictStop as exc:
+    except (StrictStop, TooManyBadRecords) as exc:
         print(f"ocml: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except OcmlError as exc:
@@ -231,7 +233,8 @@ def _add_pack(sub: Any) -> None:
             "Render every conversation of the inputs with exact loss masks, pack them into rows of --seq-len "
             "tokens and write Parquet shards (TRL columns: input_ids, labels, position_ids, seq_lengths) and/or "
             "memmap-able .npy shards, plus DIR/manifest.json, DIR/report.json, DIR/lengths.png, DIR/errors.jsonl "
-            "(bad records by file and line) and DIR/overlong.jsonl. Rerunning the same command after an "
+            "(bad records by file and line), DIR/overlong.jsonl and DIR/untrained.jsonl. Every row says which input "
+            "and record each document came from (doc_source, doc_record). Rerunning the same command after an "
             "interruption resumes from the last complete shard.", 79),
         epilog=EPILOG + "\nexample:\n  ocml pack examples/sample --seq-len 4096 --out packed/\n",
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -253,6 +256,7 @@ def _pack_options(p: argparse.ArgumentParser) -> None:
     from .masks import NAMED_MASKS
     from .messages import CotPolicy
 
+    from .pipeline.options import DEFAULT_MAX_BAD_FRACTION, DEFAULT_WINDOW
     from .pipeline.workers import default_workers
 
     cpus = default_workers()
@@ -285,14 +289,23 @@ def _pack_options(p: argparse.ArgumentParser) -> None:
                         "read when there is no such column)")
     p.add_argument("--tools-field", default="tools", metavar="NAME",
                    help="column / key holding the tool definitions (default %(default)s; JSON strings accepted)")
-    p.add_argument("--overlong", default="split", choices=["split", "truncate", "drop"],
-                   help="documents longer than --seq-len: split into --seq-len pieces (each its own segment), "
-                        "truncate at the end of an assistant message, or drop; all are listed in the report "
-                        "(default %(default)s)")
+    p.add_argument("--overlong", default=None, choices=["truncate", "split", "drop"],
+                   help="documents longer than --seq-len: truncate after the last whole assistant message that "
+                        "fits (the default for conversations: a piece cut mid-conversation has no system / user "
+                        "context), split into --seq-len pieces (each its own segment; meant for plain text), or "
+                        "drop; all are listed in DIR/overlong.jsonl and the report says how many trained tokens "
+                        "each policy removed")
+    p.add_argument("--max-bad-fraction", type=float, default=DEFAULT_MAX_BAD_FRACTION, metavar="F",
+                   help="fail (exit 1, with the top error codes) when more than this fraction of the records is "
+                        "bad; checked after the first 1,000 records and at the end (default %(default)s)")
+    p.add_argument("--keep-untrained", action="store_true",
+                   help="keep documents with nothing to train (no messages, no assistant message, or all masked "
+                        "by --mask); by default they are skipped, counted in the report and listed in "
+                        "DIR/untrained.jsonl")
     p.add_argument("--strict", action="store_true",
                    help="stop at the first bad record (exit 1) instead of skipping and reporting it")
     p.add_argument("--shard-size", type=int, default=8192, metavar="ROWS",
-                   help="rows per shard (default %(default)s)")
+                   help="rows per shard at most (default %(default)s; a shard also ends with each --window epoch)")
     p.add_argument("--output", default="parquet", choices=["parquet", "npy", "both", "megatron"],
                    help="shard format: parquet (DIR/data/, loads with datasets / TRL), npy (DIR/npy/, memmap-able "
                         "arrays for NeMo-style loaders), both, or megatron (DIR/megatron/: Megatron-LM .bin/.idx "
@@ -300,14 +313,16 @@ def _pack_options(p: argparse.ArgumentParser) -> None:
                         "train time) (default %(default)s)")
     p.add_argument("--no-pack", action="store_true",
                    help="one row per conversation (input_ids, labels, assistant_masks), for packing at load time")
-    p.add_argument("--window", type=int, default=100_000, metavar="DOCS",
-                   help="documents per best-fit-decreasing window (default %(default)s); the packer is also "
-                        "flushed every 4 Mi tokens, which bounds memory (~240 MB in the main process)")
+    p.add_argument("--window", type=int, default=DEFAULT_WINDOW, metavar="DOCS",
+                   help="documents per packing epoch (default %(default)s): the packer is flushed and the open "
+                        "shard saved every DOCS documents or 4 Mi tokens, whichever comes first, so a kill loses at "
+                        "most one epoch; memory stays near 240 MB in the main process")
     p.add_argument("--pad-id", type=int, default=None, metavar="ID",
                    help="padding id in .npy rows (default: the tokenizer's pad / <|endoftext|>, else the format's "
                         "end token)")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace ocml's files in DIR (a previous run with other inputs or options)")
+                   help="replace the files a previous ocml run wrote in DIR (listed in DIR/.ocml/owned.json); "
+                        "files ocml did not write are never deleted nor replaced")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr with records/s and tokens/s (default: when stderr is a terminal)")
     p.add_argument("--pad-to-multiple-of", type=int, default=None, metavar="N",
@@ -324,7 +339,7 @@ def _pack_options(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from .cli_view import add_inspect_parser, add_render_view
-    from .pipeline.run import ocml_version
+    from .pipeline.options import ocml_version
 
     p = argparse.ArgumentParser(prog="ocml", description=__doc__.split("\n\n")[0], epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)

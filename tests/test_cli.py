@@ -82,7 +82,8 @@ def test_help_version_and_usage_errors() -> None:
     h = ocml("pack", "--help").stdout.decode()
     for opt in ("--format", "--tokenizer", "--seq-len", "--out", "--mask", "--cot", "--workers", "--messages-field",
                 "--tools-field", "--overlong", "--strict", "--shard-size", "--output", "--no-pack", "--overwrite",
-                "--progress", "{split,truncate,drop}", "{parquet,npy,both,megatron}", "harmony", "keep-all", "no-analysis",
+                "--progress", "{truncate,split,drop}", "--max-bad-fraction", "--keep-untrained",
+                "{parquet,npy,both,megatron}", "harmony", "keep-all", "no-analysis",
                 "141"):
         assert opt in h, opt
     v = ocml("--version")
@@ -109,10 +110,17 @@ def test_pack_exit_codes(files: dict[str, Path], tmp_path: Path, capsys: pytest.
     err = capsys.readouterr().err
     no_traceback(err)
     assert "bad.jsonl:4" in err and "--strict" in err
-    assert main(["pack", str(bad), "--out", str(tmp_path / "n"), "--seq-len", "64", "--workers", "1"]) == EXIT_OK
+    # 1 bad record in 5 is over the default --max-bad-fraction (0.05): exit 1, naming the codes.
+    assert main(["pack", str(bad), "--out", str(tmp_path / "f"), "--seq-len", "64", "--workers", "1"]) == EXIT_FAILED
+    err = capsys.readouterr().err
+    no_traceback(err)
+    assert "E-BAD-FRACTION" in err and "E-INPUT-JSON x1" in err and "--max-bad-fraction" in err
+    assert main(["pack", str(bad), "--out", str(tmp_path / "n"), "--seq-len", "64", "--workers", "1",
+                 "--max-bad-fraction", "0.5"]) == EXIT_OK
     text = capsys.readouterr().out
     assert "1 bad record(s) skipped" in text and "bad.jsonl:4: [E-INPUT-JSON]" in text
-    assert main(["pack", str(bad), "--out", str(tmp_path / "n"), "--seq-len", "128", "--workers", "1"]) == EXIT_USAGE
+    assert main(["pack", str(bad), "--out", str(tmp_path / "n"), "--seq-len", "128", "--workers", "1",
+                 "--max-bad-fraction", "0.5"]) == EXIT_USAGE
     assert "E-OUT-MISMATCH" in capsys.readouterr().err
 
 

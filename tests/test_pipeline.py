@@ -181,7 +181,7 @@ def test_manifest(packed: Any, enc: encoder.Encoder) -> None:
     assert m["format"] == "openchatml-2.2" and m["tokenizer"]["name"] == enc.tokenizer.name
     assert m["tokenizer"]["vocab_hash"] == enc.tokenizer.fingerprint
     assert m["mask"] == "default" and m["cot"] == "default" and m["ocml_version"]
-    assert m["columns"] == ["input_ids", "labels", "position_ids", "seq_lengths"]
+    assert m["columns"] == ["input_ids", "labels", "position_ids", "seq_lengths", "doc_source", "doc_record"]
     assert m["counts"]["rows"] == res.report["pack"]["rows"] and len(m["fingerprint"]) == 32
     assert all((out / p).exists() for p in m["shards"]["parquet"] + m["shards"]["npy"])
 
@@ -204,7 +204,8 @@ def test_parquet_loads_with_datasets_and_feeds_trl_collator(packed: Any) -> None
     ds = datasets.load_dataset("parquet", data_files=str(out / "data" / "*.parquet"), split="train")
     assert {k: repr(v) for k, v in ds.features.items()} == {
         "input_ids": "List(Value('int32'))", "labels": "List(Value('int64'))",
-        "position_ids": "List(Value('int32'))", "seq_lengths": "List(Value('int32'))"}
+        "position_ids": "List(Value('int32'))", "seq_lengths": "List(Value('int32'))",
+        "doc_source": "List(Value('int32'))", "doc_record": "List(Value('int64'))"}
     pytest.importorskip("torch")
     from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
 
@@ -303,5 +304,12 @@ def test_bundled_sample(tmp_path: Path) -> None:
     errors = [json.loads(x) for x in (tmp_path / "out" / "errors.jsonl").read_text().splitlines()]
     assert [(Path(e["file"]).name, e["line"]) for e in errors] == [("chat.jsonl", n) for n in (17, 58, 121, 190, 233)]
     assert {e["code"] for e in errors} == {"E-ROLE-UNKNOWN", "E-INPUT-JSON", "E-BODY-CONSTRAINT-VIOLATION", "E-INPUT"}
-    assert res.report["pack"]["split"] >= 1 and (tmp_path / "out" / "lengths.png").stat().st_size > 10_000
+    p = res.report["pack"]
+    assert p["overlong"] == "truncate" and p["truncated"] >= 1 and p["split"] == 0  # the conversation default
+    assert (tmp_path / "out" / "lengths.png").stat().st_size > 10_000
+    t = res.report["trained"]  # per-policy counts add up to the trained labels in the rows
+    assert t["removed"]["overlong_truncate"] > 0
+    assert t["after"] == t["rendered"] - sum(t["removed"].values()) == p["trained_tokens"] == c["trained_tokens"]
+    assert res.report["untrained"]["count"] == 0 and "untrained   0 document(s)" in res.text
+    assert "removed by policy: overlong drop 0, overlong truncate" in res.text
     assert sum(p.stat().st_size for p in SAMPLE.glob("*.jsonl")) < 1 << 20

@@ -82,8 +82,14 @@ def test_resume_after_kill_at_fault_point(inputs: list[Path], reference: Path, t
     p.communicate(timeout=120)
     assert p.returncode == -signal.SIGKILL
     assert not (out / "report.json").exists()
+    saved = json.loads((out / ".ocml" / "progress.json").read_text())["checkpoint"]
     res = run(PackOptions(inputs=tuple(map(str, inputs)), out=out, workers=1, **KW))
     assert res.resumed
+    # The speed is the resumed run's own: its records / tokens from the checkpoint on.
+    t, c = res.report["timing"], res.report["counts"]
+    assert saved["counters"]["records"] > 0 and t["records"] == c["records"] - saved["counters"]["records"]
+    assert t["tokens"] == c["tokens"] - saved["counters"]["tokens"] < c["tokens"]
+    assert t["tokens_per_s"] == pytest.approx(t["tokens"] / t["seconds"], rel=1e-2)
     if fault != "epoch:3":
         assert res.report["timing"]["resumed_from_shard"] == int(fault.split(":")[1]) + (fault[0] == "p")
     same_output(reference, out)

@@ -6,9 +6,10 @@
     packed = pack_dataset(ok, seq_len=4096, encoder="harmony")  # TRL's padding-free columns
 
 Both are thin wrappers around ``ds.map`` with the picklable callables ``OcmlRender`` /
-``OcmlPack`` (use those directly for your own ``map`` options; a streaming
-``IterableDataset`` must be Arrow-formatted first, ``ids.with_format("arrow").map(...)``,
-since its ``map`` only takes Arrow tables back from Arrow batches).
+``OcmlPack`` (use those directly for your own ``map`` options: ``ds.map(OcmlRender(...),
+batched=True)`` works on a ``Dataset`` and on a streaming ``IterableDataset``, in the
+default format or Arrow).  ``render_dataset`` maps Arrow batches (no per-row conversion of
+the columns it keeps) and gives the dataset back in its own format.
 The render function's cache fingerprint is its recipe (format, tokenizer name + vocabulary
 hash, options, ocml version), so a rerun with the same options reuses ``datasets``' cache.
 """
@@ -37,19 +38,51 @@ def render_dataset(ds: Any, encoder: Any = "openchatml-2.2", *, num_proc: int | 
                    **render_options: Any) -> Any:
     """``ds.map(OcmlRender(encoder, **render_options), batched=True, with_indices=True, ...)``.
 
+    ``ds``: a ``datasets.Dataset`` or a streaming ``datasets.IterableDataset`` (rendered
+    lazily as it is iterated; ``num_proc`` does not apply to it).
     ``remove_columns``: True = drop every input column (the output then has the token and
-    error columns only), False = keep them, or a list.  Errors name dataset rows.
+    error columns only), False = keep them all, or a list of the ones to drop.  Errors name
+    dataset rows.
     """
-    require("datasets", "hf")
-    fn = OcmlRender(encoder, **render_options)
+    datasets = require("datasets", "hf")
+    streaming = isinstance(ds, datasets.IterableDataset)
+    if streaming and num_proc not in (None, 1):
+        raise InputError(f"num_proc={num_proc} with a streaming IterableDataset", field="num_proc",
+                         hint="a stream is mapped lazily in one process; drop num_proc, or load the dataset "
+                              "without streaming=True")
+    if "keep" in render_options:
+        raise InputError("keep= goes with OcmlRender; render_dataset takes remove_columns=", field="keep",
+                         hint="remove_columns=False keeps every input column, a list drops those named")
+    names = ds.column_names
+    keep: bool | list[str]
     if remove_columns is True:
-        remove: Any = list(ds.column_names or [])
+        keep = []
     elif remove_columns is False:
-        remove = None
+        keep = True
     else:
-        remove = list(remove_columns)
-    return ds.map(fn, batched=True, batch_size=batch_size, num_proc=num_proc, with_indices=True,
-                  remove_columns=remove, desc="ocml render")
+        drop = [remove_columns] if isinstance(remove_columns, str) else list(remove_columns)
+        unknown = sorted(set(drop) - set(names)) if names is not None else []
+        if unknown:
+            raise InputError(f"remove_columns names columns the dataset lacks: {unknown}", field="remove_columns",
+                             hint=f"columns: {names}")
+        if names is None:  # a stream of unknown columns: drop them first, keep the rest
+            ds, keep = ds.remove_columns(drop), True
+        else:
+            keep = [c for c in names if c not in drop]
+    fn = OcmlRender(encoder, keep=keep, **render_options)
+    # Arrow batches in, a table out: the kept columns are copied as Arrow, never row by row.
+    arrow = ds.with_format("arrow")
+    kwargs: dict[str, Any] = {} if streaming else {"num_proc": num_proc, "desc": "ocml render"}
+    out = arrow.map(fn, batched=True, batch_size=batch_size, with_indices=True, **kwargs)
+    return out.with_format(_format_type(ds))
+
+
+def _format_type(ds: Any) -> str | None:
+    """The format ``ds`` is in (None = Python objects), to hand the result back in it."""
+    if hasattr(ds, "format"):  # Dataset
+        return ds.format.get("type")
+    fmt = getattr(ds, "_formatting", None)  # IterableDataset keeps it private
+    return getattr(fmt, "format_type", None)
 
 
 def pack_dataset(ds: Any, seq_len: int, *, pad_id: int | None = None, encoder: Any = None,

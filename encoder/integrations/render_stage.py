@@ -27,7 +27,7 @@ from vocab.errors import as_strings
 from ..encoder import Encoder
 from ..errors import InputError, OcmlError, UnknownNameError
 from ..pipeline.readers import Chunk, Kind, Position, columns_for
-from ..pipeline.run import ocml_version
+from ..pipeline.options import ocml_version
 from ..pipeline.workers import Rendered, RenderSpec, render_chunk
 from . import batches
 from .columns import ERROR_COLUMNS, RENDER_COLUMNS, error_columns
@@ -46,17 +46,23 @@ class OcmlRender:
     text instead (``ray.data.read_text`` lines: no Arrow schema is inferred, so records of
     mixed shapes stay exactly as written).  ``outputs``: any of ``input_ids``, ``labels``
     (ids where trained, -100 elsewhere), ``assistant_masks`` (0/1), ``message_index``,
-    ``length``.  ``keep``: input columns copied to the output (Ray replaces the batch;
-    ``datasets`` keeps input columns unless told to remove them).  ``errors``: ``collect``
+    ``length``.  ``keep``: input columns copied to the output (a list, or True = every input
+    column; an input column named like an output column is a typed error).  ``errors``: ``collect``
     (rows with ``error_code`` / ``error``) or ``raise`` (at the first bad row, naming it).
 
     ``__call__(batch, indices=None)``: ``indices`` are the dataset row numbers when the map
     passes them (``datasets.map(..., with_indices=True)``); errors then name those rows.
+    A table in (Ray, an Arrow-formatted map) or a ``Dataset.map`` batch gives a typed table
+    out, which replaces the batch (``keep`` says which input columns stay); a plain dict of
+    columns in (a streaming ``IterableDataset.map`` in its default format) gives a dict of
+    lists out, which ``datasets`` merges into the batch (input columns stay unless the map
+    removes them).  (A ``Dataset.map`` cannot take lists back: a first batch without errors
+    would give the error columns Arrow's null type, which ``datasets`` refuses to write.)
     """
 
     def __init__(self, encoder: Encoder | str = "openchatml-2.2", tokenizer: Any = None, *,
                  messages_field: str = "messages", tools_field: str = "tools", json_field: str | None = None,
-                 outputs: Sequence[str] = ("input_ids", "labels"), keep: Sequence[str] = (),
+                 outputs: Sequence[str] = ("input_ids", "labels"), keep: Sequence[str] | bool = (),
                  errors: str = "collect", **encoder_options: Any) -> None:
         if isinstance(encoder, Encoder):
             if tokenizer is not None or encoder_options:
@@ -71,18 +77,24 @@ class OcmlRender:
         self.outputs = tuple(_choice(o, list(RENDER_COLUMNS), "outputs") for o in as_strings(outputs, "outputs"))
         if not self.outputs:
             raise InputError("outputs is empty", field="outputs", hint=f"any of {list(RENDER_COLUMNS)}")
-        self.keep = as_strings(keep, "keep")
-        clash = set(self.keep) & (set(RENDER_COLUMNS) | set(ERROR_COLUMNS))
+        self.keep_all = keep is True
+        self.keep = () if isinstance(keep, bool) else as_strings(keep, "keep")
+        clash = set(self.keep) & self._output_names()
         if clash:
             raise InputError(f"keep names output columns {sorted(clash)}", field="keep")
         self.errors = _choice(errors, ["collect", "raise"], "errors")
-        self._spec = RenderSpec(self.messages_field, self.tools_field, message_index="message_index" in self.outputs)
+        # Every row keeps its tokens (a map returns one row per record): untrained ones too.
+        self._spec = RenderSpec(self.messages_field, self.tools_field, message_index="message_index" in self.outputs,
+                                keep_untrained=True)
         self.version = ocml_version()  # in the pickled state, so datasets' cache key changes with ocml
+
+    def _output_names(self) -> set[str]:
+        return set(RENDER_COLUMNS) | set(ERROR_COLUMNS)
 
     def __repr__(self) -> str:
         return f"<OcmlRender {self.encoder!r} outputs={list(self.outputs)}>"
 
-    def __call__(self, batch: batches.BatchLike, indices: Sequence[int] | None = None) -> pa.Table:
+    def __call__(self, batch: batches.BatchLike, indices: Sequence[int] | None = None) -> Any:
         n = batches.num_rows(batch)
         if indices is not None and len(indices) != n:
             raise InputError(f"{len(indices)} indices for {n} rows", field="indices")
@@ -103,7 +115,10 @@ class OcmlRender:
             where = f"row {int(indices[row])}" if indices is not None else f"row {row} of the batch"
             raise type(exc)(f"{where}: {exc.message}", code=exc.code, index=exc.index, field=exc.field,
                             position=exc.position, hint=exc.hint)
-        return self._table(batch, n, out, valid, failed)
+        table = self._table(batch, n, out, valid, failed)
+        if type(batch) is dict:  # a streaming map's batch: it takes lists back (and merges them)
+            return table.to_pydict()
+        return table
 
     # -- steps ---------------------------------------------------------------------
     def _chunk(self, batch: batches.BatchLike, n: int) -> tuple[Chunk, dict[int, OcmlError]]:
@@ -147,9 +162,15 @@ class OcmlRender:
                 cols[name] = batches.list_array(spec.values(rag).astype(spec.dtype, copy=False), offsets, valid)
         if self.errors == "collect":
             cols.update(error_columns(n, failed))
-        for name in self.keep:
-            cols[name] = batches.column(batch, name)
-        return pa.table(cols)
+        keep = self.keep
+        if self.keep_all:
+            keep = tuple(batches.column_names(batch))
+            clash = set(keep) & set(cols)
+            if clash:
+                raise InputError(f"input columns {sorted(clash)} have the names of output columns", field="keep",
+                                 hint="rename them, or remove them from the input before rendering")
+        kept = {name: batches.column(batch, name) for name in keep}  # input columns first, as datasets orders them
+        return pa.table(kept | cols)
 
 
 def _batch_chunk(kind: Kind, payload: list[Any]) -> Chunk:

@@ -66,32 +66,38 @@ def segments(docs: Docs, seq_len: int, policy: Overlong) -> Segments:
     for k in bad.tolist():  # overlong documents are few: per-document Python is fine here
         length = int(lengths[k])
         idx = int(docs.index[k])
+        a, b = int(docs.offsets[k]), int(docs.offsets[k + 1])
+        mask = docs.mask[a:b]
+        trained = int(np.count_nonzero(mask))
         if length == 0:
             dropped.append(OverlongRecord(idx, 0, 0, 0, "empty document"))
         elif policy is Overlong.DROP:
-            dropped.append(OverlongRecord(idx, length, 0, 0, f"longer than seq_len={seq_len}"))
+            dropped.append(OverlongRecord(idx, length, 0, 0, f"longer than seq_len={seq_len}", trained, 0))
         elif policy is Overlong.SPLIT:
             pieces = -(-length // seq_len)
             starts = np.arange(pieces, dtype=np.int64) * seq_len
             parts_doc.append(np.full(pieces, k, np.int64))
             parts_start.append(starts)
             parts_len.append(np.minimum(seq_len, length - starts))
-            split.append(OverlongRecord(idx, length, length, pieces, f"split into {pieces} pieces of <= {seq_len}"))
+            kept = trained - int(np.count_nonzero(mask[starts]))  # each piece's first label is -100
+            split.append(OverlongRecord(idx, length, length, pieces, f"split into {pieces} pieces of <= {seq_len}",
+                                        trained, kept))
         else:
-            a, b = int(docs.offsets[k]), int(docs.offsets[k + 1])
             mi = docs.message_index[a:b] if docs.message_index is not None else None
-            ends = message_ends(docs.mask[a:b], mi)
+            ends = message_ends(mask, mi)
             fit = ends[ends <= seq_len]
             if fit.size == 0:
                 why = ("no trained tokens to cut after" if ends.size == 0
                        else f"prompt + first assistant message ({int(ends[0])} tokens) longer than seq_len={seq_len}")
-                dropped.append(OverlongRecord(idx, length, 0, 0, why))
+                dropped.append(OverlongRecord(idx, length, 0, 0, why, trained, 0))
                 continue
             cut = int(fit[-1])
             parts_doc.append(np.array([k], np.int64))
             parts_start.append(np.zeros(1, np.int64))
             parts_len.append(np.array([cut], np.int64))
-            truncated.append(OverlongRecord(idx, length, cut, 1, f"cut after an assistant message at {cut}"))
+            kept = int(np.count_nonzero(mask[1:cut]))
+            truncated.append(OverlongRecord(idx, length, cut, 1, f"cut after an assistant message at {cut}",
+                                            trained, kept))
     doc = np.concatenate(parts_doc)
     start = np.concatenate(parts_start)
     seg_len = np.concatenate(parts_len)

@@ -52,10 +52,13 @@ class OverlongRecord:
     kept: int     # tokens packed (0 when dropped; == length when split)
     pieces: int   # segments it became (0 dropped, 1 truncated, >= 2 split)
     reason: str   # why, in words (e.g. "prompt + first assistant message longer than seq_len")
+    trained: int = 0       # trained tokens of the document (its mask)
+    trained_kept: int = 0  # of those, trained in the rows (segment starts are never trained)
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "length": self.length, "kept": self.kept,
-                "pieces": self.pieces, "reason": self.reason}
+                "pieces": self.pieces, "reason": self.reason, "trained": self.trained,
+                "trained_kept": self.trained_kept}
 
 
 @dataclass

@@ -2,8 +2,13 @@
 
 ``records`` finds the conversation in a dataset record; ``readers`` streams records from
 files; ``workers`` renders them in processes; ``shards`` writes output atomically;
-``report`` summarises; ``run`` ties them together.  Recipes (several sources, weights,
-seed, validation split, dedup, shuffle): ``recipe`` (the file), ``recipe_run`` (the run).
+``report`` summarises; ``run`` ties them together.  Around the run: ``options`` (the
+options, their defaults and checks), ``outdir`` (what ocml may write and delete in
+``--out``), ``resume`` (fingerprint, checkpoints), ``errorfile`` (``errors.jsonl``,
+``--strict``), ``gates`` (``--max-bad-fraction``), ``untrained`` (documents with nothing to
+train), ``provenance`` (the source and record of every document), ``faults`` (a test hook).
+Recipes (several sources, weights, seed, validation split, dedup, shuffle): ``recipe`` (the
+file), ``recipe_run`` (the run).
 """
 
 from __future__ import annotations

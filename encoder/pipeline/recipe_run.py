@@ -43,9 +43,16 @@ from .mix import weighted_take
 from .readers import Position, Source, count_records, iter_chunks, resolve
 from .pack_encoder import encoder_factory
 from .recipe import Recipe, dump_recipe, expand_path
-from .report import LengthHistogram, error_summary, format_error, format_report, write_json
-from .run import (ERRORS, LOC_BITS, OVERLONG, PROGRESS, STATE_DIR, WRITE_TOKENS, PackTotals, RunResult, StrictStop,
-                  _fault, _policy, _prepare_out, _reopen, fingerprint, input_fingerprint, ocml_version)
+from .errorfile import ERRORS, StrictStop
+from .faults import fault as _fault
+from .options import mask_name as _policy
+from .options import ocml_version
+from .outdir import prepare
+from .provenance import LOC_BITS
+from .report import OVERLONG, LengthHistogram, error_summary, format_error, format_report, write_json
+from .resume import PROGRESS, STATE_DIR, fingerprint, input_fingerprint
+from .resume import reopen_log as _reopen
+from .run import WRITE_TOKENS, PackTotals, RunResult
 from .shards import IGNORE, NPY_DIR, PARQUET_DIR, SPLITS, Block, ShardWriter, remove_shards_from, shard_name
 from .shuffle import order_correlation, permutation
 from .split import validation_mask
@@ -128,7 +135,12 @@ class RecipeRun:
     # -- the run -----------------------------------------------------------------------------------
     def run(self) -> RunResult:
         r = self.recipe
-        progress = _prepare_out(self.out, self.fp, r.overwrite)
+        self.od, progress = prepare(self.out, self.fp, r.overwrite, self.files)
+        # What this driver writes outside the shards (ShardWriter claims those): --overwrite removes only these.
+        self.od.claim([self.out / n for n in (ERRORS, OVERLONG, "lengths.png", ".lengths.png.tmp.png", "recipe.yaml",
+                                              "manifest.json", ".manifest.json.tmp", "report.json",
+                                              ".report.json.tmp")],
+                      [self.state / SPOOL_DIR])
         if progress and progress.get("status") == "done":
             report = json.loads((self.out / "report.json").read_text("utf-8"))
             return RunResult(report, 0, format_recipe_report(report), already_done=True)
@@ -418,7 +430,7 @@ class RecipeRun:
 
         writer = ShardWriter(self.out, packed=packed, seq_len=r.seq_len or 0, shard_rows=r.shard_size,
                              parquet="parquet" in r.outputs, npy="npy" in r.outputs,
-                             skip_rows=done * r.shard_size, on_shard=on_shard, split=split)
+                             skip_rows=done * r.shard_size, on_shard=on_shard, split=split, claim=self.od.claim)
         first = done * r.shard_size
         writer.rows = first
         try:

@@ -1,5 +1,5 @@
 """What a pack run tells its user: ``report.json``, ``manifest.json``, ``lengths.png`` and the
-printed summary.  Pure functions of the run's counters (computed in ``run``)."""
+printed summary, from the run's counters (computed in ``run``)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+OVERLONG = "overlong.jsonl"  # every dropped / truncated / split document, by file and line
 
 
 def write_json(path: Path, obj: Any) -> None:
@@ -104,18 +106,24 @@ class LengthHistogram:
         os.replace(tmp, path)
 
 
-def error_summary(errors_path: Path, limit: int = 10) -> dict[str, Any]:
-    """Counts by code from ``errors.jsonl`` (read back: it may hold far more than memory should)."""
-    codes: Counter[str] = Counter()
+def log_summary(path: Path, key: str, limit: int = 10) -> dict[str, Any]:
+    """Counts by ``key`` of a JSON Lines log and its first entries (read back: the log may
+    hold far more than memory should)."""
+    counts: Counter[str] = Counter()
     first: list[dict[str, Any]] = []
-    if errors_path.exists():
-        with open(errors_path, encoding="utf-8") as f:
+    if path.exists():
+        with open(path, encoding="utf-8") as f:
             for line in f:
                 e = json.loads(line)
-                codes[e["code"]] += 1
+                counts[e[key]] += 1
                 if len(first) < limit:
                     first.append(e)
-    return {"by_code": dict(codes.most_common()), "first": first}
+    return {f"by_{key}": dict(counts.most_common()), "first": first}
+
+
+def error_summary(errors_path: Path, limit: int = 10) -> dict[str, Any]:
+    """Counts by code from ``errors.jsonl``."""
+    return log_summary(errors_path, "code", limit)
 
 
 def where(e: dict[str, Any]) -> str:
@@ -143,15 +151,25 @@ def format_error(e: dict[str, Any]) -> str:
 def format_report(r: dict[str, Any]) -> str:
     """The summary printed at the end of ``ocml pack`` (also what ``report.json`` holds)."""
     c = r["counts"]
-    lines = [f"ocml pack: {c['records']:,} records from {len(r['inputs'])} input file(s) -> {r['out']}",
+    lines = [f"ocml pack: {c['records']:,} records from {len(r['inputs'])} input(s) -> {r['out']}",
              f"  format      {r['format']} on {r['tokenizer']}, mask {r['mask']}, cot {r['cot']}"]
     bad = c["bad_records"]
     by_code = ", ".join(f"{k} {v}" for k, v in r["errors"]["by_code"].items())
     lines.append(f"  documents   {c['documents']:,} rendered, {bad:,} bad record(s) skipped"
                  + (f" ({by_code}) -> errors.jsonl" if bad else ""))
+    u = r.get("untrained")
+    if u is not None:
+        why = ", ".join(f"{k} {v}" for k, v in u["by_reason"].items())
+        lines.append(f"  untrained   {u['count']:,} document(s) with nothing to train "
+                     + ("kept (--keep-untrained)" if u["kept"] else "skipped")
+                     + (f" ({why}) -> {u['file']}" if u["count"] else ""))
     tok, trained = c["tokens"], c["trained_tokens"]
     share = f" ({trained / tok:.1%})" if tok else ""
-    lines.append(f"  tokens      {tok:,} in documents, {trained:,} trained{share}")
+    lines.append(f"  tokens      {tok:,} in documents, {trained:,} trained after every policy{share}")
+    t = r.get("trained")
+    if t is not None and t["removed"]:
+        removed = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in t["removed"].items())
+        lines.append(f"  trained     {t['rendered']:,} rendered; removed by policy: {removed}")
     p = r.get("pack")
     if p is not None:
         lines.append(f"  rows        {p['rows']:,} x {p['seq_len']:,}, fill {p['fill_rate']:.2%}, "
@@ -178,3 +196,94 @@ def format_report(r: dict[str, Any]) -> str:
         lines.append("  first bad records:")
         lines += [f"    {format_error(e)}" for e in r["errors"]["first"][:5]]
     return "\n".join(lines)
+
+# -- the finished run -------------------------------------------------------------------------------
+
+def _trained(opts: Any, state: Any) -> dict[str, Any]:
+    """Trained tokens as rendered, what each policy removed, and what the rows train."""
+    c, tot = state.counters, state.pack_total
+    removed = ({"overlong_drop": tot.dropped_trained, "overlong_truncate": tot.truncated_trained,
+                "overlong_split": tot.split_trained, "document_start": c.start_trained} if opts.pack else {})
+    after = tot.trained_tokens if opts.pack else c.trained_tokens
+    return {"rendered": c.trained_tokens, "removed": removed, "after": after}
+
+
+def final_report(opts: Any, enc: Any, state: Any, inputs: list[dict[str, Any]],
+                 n_shards: int, seconds: float) -> dict[str, Any]:
+    """Write ``report.json``, ``manifest.json``, ``lengths.png`` and the final progress of a
+    finished run (``state``: ``run._Run``); returns the report."""
+    from dataclasses import asdict
+
+    from .errorfile import ERRORS
+    from .options import mask_name, ocml_version
+    from .resume import PROGRESS, STATE_DIR
+    from .shards import MEGATRON_DIR, NPY_DIR, PARQUET_DIR, shard_name
+    from .untrained import UNTRAINED
+
+    out = opts.out
+    c = state.counters
+    errors = error_summary(out / ERRORS)
+    pack = None
+    if opts.pack:
+        tot = state.pack_total
+        with open(out / OVERLONG, encoding="utf-8") as f:
+            first = [json.loads(line) for _, line in zip(range(20), f)]
+        pack = {**asdict(tot), "fill_rate": tot.fill_rate, "overlong": opts.overlong_policy.value,
+                "pad_id": state.packer.pad_id if state.packer is not None else None,
+                "pad_to_multiple_of": opts.pad_to_multiple_of,
+                "overlong_file": OVERLONG, "overlong_documents": first}
+    dirs = [d + "/" for d, o in ((PARQUET_DIR, "parquet"), (NPY_DIR, "npy"), (MEGATRON_DIR, "megatron"))
+            if o in opts.outputs]
+    rows = pack["rows"] if pack else c.documents
+    trained = _trained(opts, state)
+    run_records, run_tokens = c.records - state.start_counts[0], c.tokens - state.start_counts[1]
+    report = {
+        "out": str(out), "format": enc.format_name, "tokenizer": enc.tokenizer.name, "mask": mask_name(enc.mask),
+        "cot": enc.cot.value, "inputs": list(opts.inputs),
+        "counts": asdict(c) | {"rows": rows, "trained_tokens": trained["after"]},
+        "trained": trained,
+        "untrained": {"file": UNTRAINED, "kept": opts.keep_untrained, "count": c.untrained,
+                      **log_summary(out / UNTRAINED, "reason")},
+        "pack": pack, "lengths": state.hist.stats(opts.seq_len),
+        "errors": {"file": ERRORS, **errors, "max_bad_fraction": opts.max_bad_fraction,
+                   "bad_fraction": c.bad_records / c.records if c.records else 0.0},
+        "shards": {"count": n_shards, "outputs": list(opts.outputs), "dirs": dirs,
+                   "names": [shard_name(k) for k in range(n_shards)]},
+        # This run's own work: a resumed run counts from the checkpoint it started at.
+        "timing": {"seconds": round(seconds, 3), "records": run_records, "tokens": run_tokens,
+                   "records_per_s": run_records / seconds if seconds else 0.0,
+                   "tokens_per_s": run_tokens / seconds if seconds else 0.0, "workers": state.workers,
+                   "resumed_from_shard": state.resumed_shards},
+    }
+    title = f"{c.documents:,} documents, {enc.format_name}" + (f", seq_len {opts.seq_len:,}" if opts.seq_len else "")
+    if opts.plot:
+        png = out / "lengths.png"
+        state.od.claim([png, png.with_name("." + png.name + ".tmp.png")])
+        state.hist.plot(png, opts.seq_len, title)
+    manifest = {
+        "ocml_version": ocml_version(), "fingerprint": state.fp, "format": enc.format_name,
+        "tokenizer": {"name": enc.tokenizer.name, "vocab_hash": enc.tokenizer.fingerprint,
+                      "n_vocab": enc.tokenizer.n_vocab},
+        "mask": mask_name(enc.mask), "cot": enc.cot.value, "packed": opts.pack, "seq_len": opts.seq_len,
+        "overlong": opts.overlong_policy.value if opts.pack else None, "pad_id": pack["pad_id"] if pack else None,
+        "columns": (["input_ids", "labels", "position_ids", "seq_lengths", "doc_source", "doc_record"]
+                    + (["seq_idx"] if opts.seq_idx else [])
+                    if opts.pack else ["input_ids", "labels", "assistant_masks", "source", "record"]),
+        "pad_to_multiple_of": opts.pad_to_multiple_of,
+        "sources": state.smap.manifest(),
+        "shards": {"parquet": [f"{PARQUET_DIR}/{shard_name(k)}.parquet" for k in range(n_shards)]
+                   if "parquet" in opts.outputs else [],
+                   "npy": [f"{NPY_DIR}/{shard_name(k)}" for k in range(n_shards)] if "npy" in opts.outputs else [],
+                   "megatron": [f"{MEGATRON_DIR}/{shard_name(k)}" for k in range(n_shards)]
+                   if "megatron" in opts.outputs else []},
+        "shard_size": opts.shard_size,
+        "counts": report["counts"] | ({"trained_labels": pack["trained_tokens"], "fill_rate": pack["fill_rate"]}
+                                      if pack else {}),
+        "inputs": inputs, "options": opts.output_key(enc),
+        "model": state.detection,
+    }
+    state.od.write_json("manifest.json", manifest)
+    state.od.write_json("report.json", report)
+    state.od.write_json(f"{STATE_DIR}/{PROGRESS}", {"fingerprint": state.fp, "status": "done", "shards": n_shards,
+                                                    "rows": rows, "checkpoint": None})
+    return report

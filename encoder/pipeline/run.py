@@ -5,119 +5,63 @@ processes (``workers``), and consumed strictly in chunk order: the packer and th
 writer see the same documents in the same order whatever ``workers`` is, so the output is
 byte-identical for any worker count.
 
-Memory bound, whatever the input size: ``in_flight`` (2 x workers + 1) chunks of at most
-``chunk_records`` records / 4 MiB of input, plus one *epoch* of documents in the packer:
-the packer is flushed (its last rows written) every ``epoch_tokens`` document tokens
-(default 4 Mi; about one row of fill is lost per flush), and its output is converted to
-shards 1 Mi tokens at a time.  The main process peaks near 60 bytes x ``epoch_tokens``
-(~240 MB) above its ~175 MB of imports and vocabulary; a worker stays near 110 MB
-(measured in ``scripts/bench_pipeline.py``: the same peak for 7.6 M and 15 M tokens).
+Epochs: the packer is flushed (its last rows written) and the open shard is closed every
+``window`` documents (default 10,000) or ``epoch_tokens`` document tokens (default 4 Mi),
+whichever comes first.  That bounds both memory (the main process peaks near 60 bytes x
+``epoch_tokens``, ~240 MB, above its ~175 MB of imports and vocabulary; a worker stays
+near 110 MB: ``scripts/bench_pipeline.py``) and the work a kill loses (one epoch), for
+about one partly filled row per epoch.
 
-Resume: an epoch boundary is a point where the packer is empty, so the run's state there
-is small: the input position after the chunk that ended it, the rows written so far, the
-counters, the size of ``errors.jsonl`` and the length histogram.  When shard k is renamed
-into place, ``.ocml/progress.json`` records k and the last epoch boundary whose rows all
-lie in complete shards.  A rerun of the same command (same fingerprint of input +
-options) restarts at that boundary, drops the rows it re-derives that are already in
-complete shards, and writes the rest: the final output is the same as an uninterrupted
-run.  Work redone: at most one epoch plus one shard.
+Resume (``resume``): an epoch boundary is a point where the packer is empty; when shard k
+is renamed into place, ``.ocml/progress.json`` records k and the last epoch boundary whose
+rows all lie in complete shards.  A rerun of the same command restarts there, drops the
+rows it re-derives that are already in complete shards, and writes the rest: the final
+output is the same as an uninterrupted run.
+
+The other jobs live in their own modules: ``options`` (options, defaults, checks),
+``outdir`` (what ocml may write and delete in ``--out``), ``errorfile`` (``errors.jsonl``,
+``--strict``), ``gates`` (``--max-bad-fraction``), ``untrained`` (documents with nothing
+to train), ``provenance`` (source / record of every document), ``resume``, ``report``,
+``faults`` (the test-only kill hook).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import shutil
-import signal
 import sys
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
-from ..errors import InputError, OcmlError
-from ..packing.packed import fill_rate
-from .readers import Position, Source, count_records, iter_chunks, resolve
-from .report import LengthHistogram, error_summary, format_error, format_report, write_json
-from .shards import IGNORE, MEGATRON_DIR, NPY_DIR, PARQUET_DIR, Block, ShardWriter, remove_shards_from, shard_name
+from ..packing.packed import Overlong, fill_rate
+from .errorfile import ERRORS, ErrorLog, StrictStop
+from .faults import FAULT_ENV, fault
+from .gates import BadFractionGate, TooManyBadRecords
+from .options import BAD_SAMPLE, PackOptions, check
+from .outdir import OutDir, is_shard, prepare
+from .provenance import LOC_BITS, SourceMap
+from .readers import Position, count_records, iter_chunks
+from .report import OVERLONG, LengthHistogram, final_report, format_report
+from .resume import PROGRESS, STATE_DIR, Checkpoint, fingerprint, input_fingerprint, reopen_log
+from .shards import IGNORE, Block, ShardWriter
+from .untrained import UNTRAINED
 from .workers import RecordError, Rendered, RenderPool, RenderSpec, default_workers
 
-STATE_DIR = ".ocml"
-PROGRESS = "progress.json"
-ERRORS = "errors.jsonl"
-OVERLONG = "overlong.jsonl"  # every dropped / truncated / split document, by file and line
-ARTEFACTS = (PARQUET_DIR, NPY_DIR, MEGATRON_DIR, STATE_DIR, "manifest.json", "report.json", ERRORS, OVERLONG,
-             "lengths.png", "recipe.yaml")  # recipe.yaml: the resolved recipe a recipe run writes (pipeline.recipe_run)
-OUTPUTS = ("parquet", "npy", "megatron")
-LOC_BITS = 40           # document index = source << 40 | location (what the packer reports back)
 WRITE_TOKENS = 1 << 20  # tokens converted / written at a time (bounds the conversion copies)
-SHOW_ERRORS = 10        # bad records printed as they come; all go to errors.jsonl
-# Test hook: "shard:N" (shard N renamed, progress not yet saved), "progress:N" (saved), "epoch:N"
-# (epoch N's rows handed to the writer: mid-shard, temporary files open) -> SIGKILL there.
-FAULT_ENV = "OCML_PACK_FAULT"
-
-
-class StrictStop(OcmlError):
-    """``--strict`` met a bad record."""
-
-    code = "E-STRICT"
-
-
-@dataclass(frozen=True)
-class PackOptions:
-    """Everything ``ocml pack`` takes (see ``encoder.cli`` for the user-facing help)."""
-
-    inputs: tuple[str, ...]
-    out: Path
-    format: str | None = None        # None: openchatml-2.2, or detected from --model
-    tokenizer: str | None = None
-    model: str | None = None         # a local HF model folder: its tokenizer, its format (pack_encoder)
-    seq_len: int | None = None
-    mask: str = "default"
-    cot: str = "default"
-    workers: int = 0                 # 0 = all cores
-    messages_field: str = "messages"
-    tools_field: str = "tools"
-    overlong: str = "split"
-    strict: bool = False
-    shard_size: int = 8192           # rows per shard
-    pack: bool = True
-    outputs: tuple[str, ...] = ("parquet",)
-    window: int = 100_000            # documents per best-fit window (the packer's)
-    pad_id: int | None = None
-    overwrite: bool = False
-    progress: bool | None = None     # None = when stderr is a terminal
-    chunk_records: int = 256
-    epoch_tokens: int = 1 << 22
-    plot: bool = True                # write lengths.png (matplotlib costs ~0.3 s a run)
-    pad_to_multiple_of: int | None = None  # pad every packed document segment to a multiple of N
-    seq_idx: bool = False            # add the per-token segment index column (packed)
-
-    def output_key(self, enc: Any) -> dict[str, Any]:
-        """The options the output depends on (part of the fingerprint; workers / progress /
-        strict / overwrite are not: they never change a byte of the output)."""
-        return {
-            "format": enc.format_name, "format_options": enc.format.init_options(),
-            "tokenizer": enc.tokenizer.name, "vocab": enc.tokenizer.fingerprint,
-            "mask": _policy(enc.mask), "cot": enc.cot.value, "seq_len": self.seq_len, "pack": self.pack,
-            "overlong": self.overlong, "window": self.window, "pad_id": self.pad_id, "shard_size": self.shard_size,
-            "outputs": list(self.outputs), "messages_field": self.messages_field, "tools_field": self.tools_field,
-            "chunk_records": self.chunk_records, "epoch_tokens": self.epoch_tokens, "ocml": ocml_version(),
-            "pad_to_multiple_of": self.pad_to_multiple_of, "seq_idx": self.seq_idx,
-        }
 
 
 @dataclass
 class Counters:
     records: int = 0
-    documents: int = 0
+    documents: int = 0       # documents packed / written (untrained ones only with --keep-untrained)
     bad_records: int = 0
-    tokens: int = 0
-    trained_tokens: int = 0
+    untrained: int = 0       # documents with nothing to train (skipped unless --keep-untrained)
+    tokens: int = 0          # tokens of those documents, as rendered
+    trained_tokens: int = 0  # their trained tokens, as rendered (before the packing policies)
+    start_trained: int = 0   # trained tokens at the first position of a document that fits a row
 
 
 @dataclass
@@ -136,30 +80,22 @@ class PackTotals:
     truncated: int = 0
     split: int = 0
     dropped_tokens: int = 0
+    dropped_trained: int = 0    # trained tokens removed by each overlong policy
+    truncated_trained: int = 0
+    split_trained: int = 0
 
     def add(self, rep: Any) -> None:
         for k in ("documents", "segments", "tokens", "trained_tokens", "rows", "padding_tokens", "dropped_tokens"):
             setattr(self, k, getattr(self, k) + getattr(rep, k))
-        self.dropped += len(rep.dropped)
-        self.truncated += len(rep.truncated)
-        self.split += len(rep.split)
+        for kind in ("dropped", "truncated", "split"):
+            recs = getattr(rep, kind)
+            setattr(self, kind, getattr(self, kind) + len(recs))
+            setattr(self, f"{kind}_trained",
+                    getattr(self, f"{kind}_trained") + sum(r.trained - r.trained_kept for r in recs))
 
     @property
     def fill_rate(self) -> float:
         return fill_rate(self.tokens, self.rows, self.seq_len)
-
-
-@dataclass
-class Checkpoint:
-    """The run's state at an epoch boundary (the packer is empty there)."""
-
-    position: dict[str, int]
-    rows: int
-    counters: dict[str, int]
-    errors_bytes: int
-    overlong_bytes: int
-    lengths: dict[str, list[int]]
-    pack: dict[str, int]
 
 
 @dataclass
@@ -172,181 +108,113 @@ class RunResult:
     errors: list[RecordError] = field(default_factory=list)
 
 
-def ocml_version() -> str:
-    from ocml import __version__  # one home for the version
-
-    return __version__
-
-
-def _policy(mask: Any) -> Any:
-    from ..masks import NAMED_MASKS
-
-    for name, pol in sorted(NAMED_MASKS.items(), key=lambda kv: kv[0] != "default"):
-        if pol == mask:
-            return name
-    d = asdict(mask)
-    return {k: sorted(v) if isinstance(v, frozenset) else v for k, v in d.items()}
-
-
-def input_fingerprint(sources: list[Source]) -> list[dict[str, Any]]:
-    """Per input: name, kind, size and a hash of its first and last MiB (cheap on any size;
-    a same-size edit in the middle of a huge file goes unnoticed)."""
-    out = []
-    for s in sources:
-        h = hashlib.sha256()
-        with open(s.path, "rb") as f:
-            h.update(f.read(1 << 20))
-            if s.size > 2 << 20:
-                f.seek(s.size - (1 << 20))
-                h.update(f.read())
-        out.append({"path": s.display, "kind": s.kind.value, "compression": s.compression, "size": s.size,
-                    "sha256_head_tail": h.hexdigest()[:32]})
-    return out
-
-
-def fingerprint(inputs: list[dict[str, Any]], key: dict[str, Any]) -> str:
-    blob = json.dumps({"inputs": [{k: v for k, v in i.items() if k != "path"} | {"name": Path(i["path"]).name}
-                                  for i in inputs], "options": key}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:32]
-
-
-# -- the output folder ------------------------------------------------------------------------------
-
-def _prepare_out(out: Path, fp: str, overwrite: bool) -> dict[str, Any] | None:
-    """Create / check the output folder; the saved progress when resuming, else None."""
-    progress_path = out / STATE_DIR / PROGRESS
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out} exists and is not a directory", code="E-OUT", field="--out")
-    if overwrite and out.exists():
-        for name in ARTEFACTS:
-            p = out / name
-            if p.is_dir():
-                shutil.rmtree(p)
-            elif p.exists():
-                p.unlink()
-    if progress_path.exists():
-        try:
-            progress = json.loads(progress_path.read_text("utf-8"))
-        except ValueError:
-            progress = {}
-        if progress.get("fingerprint") != fp:
-            raise InputError(f"{out} holds the output of a different input or options", code="E-OUT-MISMATCH",
-                             field="--out", hint="use a new --out, or --overwrite to replace it")
-        return progress
-    if out.exists() and not overwrite and any(out.iterdir()):
-        raise InputError(f"{out} is not empty and holds no ocml pack run", code="E-OUT", field="--out",
-                         hint="use a new or empty --out, or --overwrite (removes only ocml's files there)")
-    (out / STATE_DIR).mkdir(parents=True, exist_ok=True)
-    # Claim the folder for this fingerprint at once: a run killed before its first shard resumes too.
-    write_json(progress_path, {"fingerprint": fp, "status": "running", "shards": 0, "rows": 0, "checkpoint": None})
-    return None
-
-
-def _fault(point: str, n: int) -> None:
-    if os.environ.get(FAULT_ENV) == f"{point}:{n}":
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-# -- the run ----------------------------------------------------------------------------------------
-
 class _Run:
-    def __init__(self, opts: PackOptions, enc: Any, sources: list[Source], fp: str, inputs: list[dict[str, Any]],
+    def __init__(self, opts: PackOptions, enc: Any, smap: SourceMap, fp: str, od: OutDir,
                  progress: dict[str, Any] | None, log: IO[str]) -> None:
-        self.opts, self.enc, self.sources, self.fp, self.inputs, self.log = opts, enc, sources, fp, inputs, log
+        self.opts, self.enc, self.smap, self.fp, self.od, self.log = opts, enc, smap, fp, od, log
         self.out = opts.out
         self.detection: dict[str, Any] | None = None   # --model: the manifest's record of format detection
         self.workers = opts.workers or default_workers()
-        ck = progress["checkpoint"] if progress else None
+        ck = Checkpoint(**progress["checkpoint"]) if progress and progress.get("checkpoint") else None
         self.resumed_shards = progress["shards"] if ck else 0
-        self.counters = Counters(**ck["counters"]) if ck else Counters()
-        self.hist = LengthHistogram.from_dict(ck["lengths"]) if ck else LengthHistogram()
-        self.start = Position.from_dict(ck["position"]) if ck else None
-        self.pack_total = PackTotals(**ck["pack"]) if ck else PackTotals(opts.seq_len or 0)
-        self.errors_file = _reopen(self.out / ERRORS, ck["errors_bytes"] if ck else 0)
-        self.overlong_file = _reopen(self.out / OVERLONG, ck["overlong_bytes"] if ck else 0)
-        self.shown = 0
-        self.live = False  # print bad records as they come (set when a progress bar is shown)
-        remove_shards_from(self.out, self.resumed_shards)
+        self.counters = Counters(**ck.counters) if ck else Counters()
+        self.start_counts = (self.counters.records, self.counters.tokens)  # this run's speed counts from here
+        if ck:
+            smap.file_records = list(ck.file_records)
+        self.hist = LengthHistogram.from_dict(ck.lengths) if ck else LengthHistogram()
+        self.start = Position.from_dict(ck.position) if ck else None
+        self.pack_total = PackTotals(**ck.pack) if ck else PackTotals(opts.seq_len or 0)
+        logs = ck.logs if ck else {}
+        od.claim([self.out / n for n in (ERRORS, OVERLONG, UNTRAINED)])
+        self.errors = ErrorLog(self.out, smap.files, logs.get(ERRORS, 0), strict=opts.strict)
+        self.overlong_file = reopen_log(self.out / OVERLONG, logs.get(OVERLONG, 0))
+        self.untrained_file = reopen_log(self.out / UNTRAINED, logs.get(UNTRAINED, 0))
+        # A resumed run checked its sample already if it had read that far.
+        self.gate = BadFractionGate(opts.max_bad_fraction, checked_early=self.counters.records >= BAD_SAMPLE)
+        od.remove(lambda key: is_shard(key, self.resumed_shards))  # stale after a crash
         self.writer = ShardWriter(self.out, packed=opts.pack, seq_len=opts.seq_len or 0, shard_rows=opts.shard_size,
                                   parquet="parquet" in opts.outputs, npy="npy" in opts.outputs,
-                                  skip_rows=self.resumed_shards * opts.shard_size, on_shard=self._on_shard,
+                                  skip_rows=progress["rows"] if ck else 0, first_shard=self.resumed_shards,
+                                  on_shard=self._on_shard, claim=od.claim,
                                   megatron="megatron" in opts.outputs, vocab_size=enc.tokenizer.n_vocab,
                                   seq_idx=opts.seq_idx)
-        self.writer.rows = ck["rows"] if ck else 0
+        self.writer.rows = ck.rows if ck else 0
         # Checkpoints not yet covered by complete shards (the first one always is).
-        first = Position(0, sources[0].kind.first_location, 0)
-        self.checkpoints: list[Checkpoint] = [Checkpoint(**ck) if ck else self._checkpoint(first)]
+        first = Position(0, smap.files[0].kind.first_location, 0)
+        self.checkpoints: list[Checkpoint] = [ck or self._checkpoint(first)]
+        self.saved_rows = self.checkpoints[0].rows
         self.packer = self._new_packer() if opts.pack else None
-        self.epoch_tokens = 0
+        self.epoch_tokens = self.epoch_docs = 0
         self.epochs = 0
 
     def _new_packer(self) -> Any:
         from ..pack import Packer
 
-        return Packer(self.opts.seq_len, pad_id=self.opts.pad_id, encoder=self.enc, overlong=self.opts.overlong,
-                      window=self.opts.window, pad_to_multiple_of=self.opts.pad_to_multiple_of)
+        # One window per epoch: the epoch already bounds the documents held (``window``).
+        return Packer(self.opts.seq_len, pad_id=self.opts.pad_id, encoder=self.enc,
+                      overlong=self.opts.overlong_policy, window=None,
+                      pad_to_multiple_of=self.opts.pad_to_multiple_of)
 
     # -- checkpoints ---------------------------------------------------------------------
     def _checkpoint(self, pos: Position) -> Checkpoint:
-        self.errors_file.flush()
         self.overlong_file.flush()
+        self.untrained_file.flush()
         return Checkpoint(position=pos.to_dict(), rows=self.writer.rows, counters=asdict(self.counters),
-                          errors_bytes=self.errors_file.tell(), overlong_bytes=self.overlong_file.tell(),
-                          lengths=self.hist.to_dict(), pack=asdict(self.pack_total))
+                          logs={ERRORS: self.errors.tell(), OVERLONG: self.overlong_file.tell(),
+                                UNTRAINED: self.untrained_file.tell()},
+                          lengths=self.hist.to_dict(), pack=asdict(self.pack_total),
+                          file_records=list(self.smap.file_records))
 
     def _on_shard(self, k: int, rows: int) -> None:
-        _fault("shard", k)
-        usable = [c for c in self.checkpoints if c.rows <= rows]
-        best = usable[-1]
+        fault("shard", k)
+        self._save_progress(k + 1, rows)
+        fault("progress", k)
+
+    def _save_progress(self, shards: int, rows: int) -> None:
+        """Record ``shards`` complete shards (``rows`` rows) and the last checkpoint inside them."""
+        best = [c for c in self.checkpoints if c.rows <= rows][-1]
         self.checkpoints = [c for c in self.checkpoints if c.rows >= best.rows]
-        write_json(self.out / STATE_DIR / PROGRESS, {
-            "fingerprint": self.fp, "status": "running", "shards": k + 1, "rows": rows,
+        self.saved_rows = best.rows
+        self.od.write_json(f"{STATE_DIR}/{PROGRESS}", {
+            "fingerprint": self.fp, "status": "running", "shards": shards, "rows": rows,
             "checkpoint": asdict(best)})
-        _fault("progress", k)
 
     # -- consuming rendered chunks ----------------------------------------------------------
     def consume(self, r: Rendered, end: Position) -> None:
         c = self.counters
         c.records += r.records
+        self.smap.seen(end)
         if r.errors:
-            self._bad(r.errors)
+            c.bad_records += len(r.errors)
+            self.errors.add(r.errors)
+        if r.untrained:
+            c.untrained += len(r.untrained)
+            for loc, why in r.untrained:
+                self.untrained_file.write(json.dumps({**self.smap.where(r.source, loc), "reason": why,
+                                                      "kept": self.opts.keep_untrained}, ensure_ascii=False) + "\n")
+        self.gate.early(c.records, c.bad_records, self.errors.by_code)
         n_tok = int(r.ids.shape[0])
+        lengths = np.diff(r.offsets)
         c.documents += r.documents
         c.tokens += n_tok
         c.trained_tokens += int(np.count_nonzero(r.mask))
-        self.hist.add(np.diff(r.offsets))
+        self.hist.add(lengths)
+        index = (np.int64(r.source) << LOC_BITS) | r.locations
         if self.packer is not None:
-            index = (np.int64(r.source) << LOC_BITS) | r.locations
+            fits = (lengths > 0) & (lengths <= (self.opts.seq_len or 0))  # overlong ones: in their record
+            c.start_trained += int(np.count_nonzero(r.mask[r.offsets[:-1][fits]]))
             self.packer.add_ragged(r.ids, r.mask, r.offsets, index, r.message_index)
             for packed in self.packer.ready():
                 self._write_packed(packed)
         elif r.documents:
             labels = np.where(r.mask, r.ids, IGNORE)
-            self._write(Block(r.documents, r.ids, labels, offsets=r.offsets, mask=r.mask))
+            source, record = self.smap.translate(index)
+            self._write(Block(r.documents, r.ids, labels, offsets=r.offsets, mask=r.mask,
+                              doc_source=source, doc_record=record))
         self.epoch_tokens += n_tok
-        if self.epoch_tokens >= self.opts.epoch_tokens:
+        self.epoch_docs += r.documents
+        if self.epoch_tokens >= self.opts.epoch_tokens or self.epoch_docs >= self.opts.window:
             self._end_epoch(end)
-
-    def _bad(self, errors: list[RecordError]) -> None:
-        for e in errors:
-            d = self.error_dict(e)
-            self.errors_file.write(json.dumps(d, ensure_ascii=False) + "\n")
-            self.counters.bad_records += 1
-            if self.opts.strict:
-                self.errors_file.flush()
-                raise StrictStop(f"stopped at the first bad record (--strict): {format_error(d)}",
-                                 hint="fix or remove the record, then rerun with --overwrite "
-                                      "(or drop --strict to skip bad records)")
-            if self.live and self.shown < SHOW_ERRORS:  # else the report lists them (no duplicates)
-                self._say(f"ocml: bad record {format_error(d)}")
-                self.shown += 1
-                if self.shown == SHOW_ERRORS:
-                    self._say(f"ocml: further bad records are only written to {self.out / ERRORS}")
-
-    def error_dict(self, e: RecordError) -> dict[str, Any]:
-        src = self.sources[e.source]
-        return {"file": src.display, src.kind.location: e.location, "code": e.code, "message": e.message,
-                "field": e.field, "message_index": e.message_index, "hint": e.hint}
 
     def _say(self, text: str) -> None:
         from tqdm import tqdm
@@ -354,8 +222,9 @@ class _Run:
         tqdm.write(text, file=self.log)
 
     def _write_packed(self, p: Any) -> None:
+        source, record = self.smap.translate(p.segment_doc)
         self._write(Block(p.rows, p.input_ids, p.labels, p.position_ids, p.segment_offsets, p.segment_lengths,
-                          p.segment_doc))
+                          p.segment_doc, doc_source=source, doc_record=record))
 
     def _write(self, block: Block) -> None:
         step = max(1, WRITE_TOKENS // (self.opts.seq_len or WRITE_TOKENS)) if block.packed else block.rows
@@ -372,53 +241,59 @@ class _Run:
             for kind, recs in (("dropped", rep.dropped), ("truncated", rep.truncated), ("split", rep.split)):
                 for r in recs:
                     self.overlong_file.write(json.dumps({**self.doc_where(r.index), "action": kind, "length": r.length,
-                                                         "kept": r.kept, "pieces": r.pieces, "reason": r.reason},
+                                                         "kept": r.kept, "pieces": r.pieces, "reason": r.reason,
+                                                         "trained": r.trained, "trained_kept": r.trained_kept},
                                                         ensure_ascii=False) + "\n")
             self.pack_total.add(rep)
             self.packer = self._new_packer()
-        self.epoch_tokens = 0
-        self.checkpoints.append(self._checkpoint(end))
+        self.epoch_tokens = self.epoch_docs = 0
         self.epochs += 1
-        _fault("epoch", self.epochs)
+        fault("epoch", self.epochs)
+        self.checkpoints.append(self._checkpoint(end))
+        self.writer.cut()  # the epoch's rows are saved: a kill from here on loses at most the next epoch
+        if self.writer.in_shard == 0 and self.checkpoints[-1].rows > self.saved_rows:
+            self._save_progress(self.writer.shard, self.writer.rows)  # its rows ended exactly on a full shard
 
     def finish(self) -> int:
-        self._end_epoch(Position(len(self.sources), 0, 0))
+        self._end_epoch(Position(len(self.smap.files), 0, 0))
         shards = self.writer.finish()
         self.close()
         return shards
 
     def close(self) -> None:
-        self.errors_file.close()
+        self.errors.close()
         self.overlong_file.close()
+        self.untrained_file.close()
 
     def doc_where(self, index: int) -> dict[str, Any]:
-        """``{"file": ..., "line": 17}`` for a packer document index (source << 40 | location)."""
-        src = self.sources[index >> LOC_BITS]
-        return {"file": src.display, src.kind.location: index & ((1 << LOC_BITS) - 1)}
+        """``{"file": ..., "line": 17, "source": 0, "record": 16}`` for a packer document index."""
+        return self.smap.where(index >> LOC_BITS, index & ((1 << LOC_BITS) - 1))
 
 
 def run(opts: PackOptions, log: IO[str] | None = None) -> RunResult:
-    """Run (or resume) one pack job; raises ``OcmlError`` for bad arguments / inputs."""
+    """Run (or resume) one pack job; raises ``OcmlError`` for bad arguments / inputs,
+    ``TooManyBadRecords`` past ``--max-bad-fraction``, ``StrictStop`` under ``--strict``."""
     from .pack_encoder import pack_encoder
 
     log = log or sys.stderr
     t0 = time.perf_counter()
-    _check(opts)
-    sources = resolve(opts.inputs)
+    check(opts)
+    smap = SourceMap(opts.inputs)
     enc, detection = pack_encoder(opts, log)
-    inputs = input_fingerprint(sources)
+    inputs = input_fingerprint(smap.files)
     fp = fingerprint(inputs, opts.output_key(enc))
-    progress = _prepare_out(opts.out, fp, opts.overwrite)
+    od, progress = prepare(opts.out, fp, opts.overwrite, smap.files)
     if progress and progress.get("status") == "done":
         report = json.loads((opts.out / "report.json").read_text("utf-8"))
         return RunResult(report, 0, format_report(report), already_done=True)
-    state = _Run(opts, enc, sources, fp, inputs, progress, log)
+    state = _Run(opts, enc, smap, fp, od, progress, log)
     state.detection = detection
     if state.resumed_shards:
         state._say(f"ocml: resuming {opts.out} after shard {state.resumed_shards - 1} "
                    f"({state.resumed_shards} complete shard(s) kept)")
-    spec = RenderSpec(opts.messages_field, opts.tools_field, message_index=opts.overlong == "truncate")
-    chunks = iter_chunks(sources, messages_field=opts.messages_field, tools_field=opts.tools_field,
+    spec = RenderSpec(opts.messages_field, opts.tools_field, keep_untrained=opts.keep_untrained,
+                      message_index=opts.pack and opts.overlong_policy is Overlong.TRUNCATE)
+    chunks = iter_chunks(smap.files, messages_field=opts.messages_field, tools_field=opts.tools_field,
                          start=state.start, chunk_records=opts.chunk_records)
     ends: dict[int, Position] = {}
 
@@ -430,15 +305,18 @@ def run(opts: PackOptions, log: IO[str] | None = None) -> RunResult:
     bar = None
     try:
         with RenderPool(enc, spec, state.workers) as pool:  # before the bar: its thread would block fork
-            bar = _bar(opts, sources, log, state.counters.records)
-            state.live = bar is not None
+            bar = _bar(opts, smap, log, state.counters.records)
+            if bar is not None:
+                state.errors.say = state._say
             for r in pool.map(tracked()):
                 state.consume(r, ends.pop(r.seq))
                 if bar is not None:
                     bar.update(r.records)
                     el = max(time.perf_counter() - t0, 1e-9)
-                    bar.set_postfix_str(f"{state.counters.tokens / el / 1e3:,.0f}k tok/s, "
+                    bar.set_postfix_str(f"{(state.counters.tokens - state.start_counts[1]) / el / 1e3:,.0f}k tok/s, "
                                         f"{state.counters.bad_records} bad", refresh=False)
+        c = state.counters
+        state.gate.final(c.records, c.bad_records, state.errors.by_code)
         n_shards = state.finish()
     except BaseException:
         state.writer.abort()
@@ -448,124 +326,20 @@ def run(opts: PackOptions, log: IO[str] | None = None) -> RunResult:
         if bar is not None:
             bar.close()
     seconds = time.perf_counter() - t0
-    report = _final_report(opts, enc, state, sources, inputs, n_shards, seconds)
+    report = final_report(opts, enc, state, inputs, n_shards, seconds)
     return RunResult(report, 0, format_report(report), resumed=progress is not None)
 
 
-def _check(opts: PackOptions) -> None:
-    if opts.pack and opts.seq_len is None:
-        raise InputError("--seq-len is required when packing", code="E-USAGE", field="--seq-len",
-                         hint="e.g. --seq-len 4096, or --no-pack for one row per conversation")
-    if opts.workers < 0:
-        raise InputError(f"--workers must be >= 0, got {opts.workers}", code="E-USAGE", field="--workers",
-                         hint="0 = all cores")
-    for name, value in (("--seq-len", opts.seq_len), ("--shard-size", opts.shard_size), ("--window", opts.window)):
-        if value is not None and value < 1:
-            raise InputError(f"{name} must be >= 1, got {value}", code="E-USAGE", field=name)
-    bad = [o for o in opts.outputs if o not in OUTPUTS]
-    if bad or not opts.outputs:
-        raise InputError(f"unknown output {bad}", code="E-USAGE", field="--output", hint="parquet, npy or both")
-    _check_outputs(opts)
-
-
-def _check_outputs(opts: PackOptions) -> None:
-    """Options that only apply to packed rows, and Megatron's unpacked documents."""
-    from ..packing.padding import check_multiple
-
-    if "megatron" in opts.outputs and (opts.pack or opts.seq_len is not None):
-        raise InputError("Megatron output holds unpacked documents (Megatron packs them at train time)",
-                         code="E-USAGE", field="--seq-len" if opts.seq_len is not None else "--output",
-                         hint="drop --seq-len (and packing options) with --output megatron")
-    for name, given in (("--pad-to-multiple-of", opts.pad_to_multiple_of is not None), ("--seq-idx", opts.seq_idx)):
-        if given and not opts.pack:
-            raise InputError(f"{name} applies to packed rows only", code="E-USAGE", field=name,
-                             hint="drop it, or pack (--seq-len N without --no-pack)")
-    if opts.pack and opts.seq_len is not None:
-        try:
-            check_multiple(opts.pad_to_multiple_of, opts.seq_len)
-        except OcmlError as exc:
-            raise InputError(exc.message.replace("pad_to_multiple_of", "--pad-to-multiple-of"), code="E-USAGE",
-                             field="--pad-to-multiple-of", hint=exc.hint) from None
-
-
-def _bar(opts: PackOptions, sources: list[Source], log: IO[str], done: int) -> Any:
+def _bar(opts: PackOptions, smap: SourceMap, log: IO[str], done: int) -> Any:
     show = opts.progress if opts.progress is not None else log.isatty()
     if not show:
         return None
     from tqdm import tqdm
 
-    counts = [count_records(s) for s in sources]
+    counts = [count_records(s) for s in smap.files]
     total = sum(counts) if all(c is not None for c in counts) else None  # type: ignore[misc]
     return tqdm(total=total, initial=done, unit=" rec", file=log, dynamic_ncols=True, smoothing=0.1,
                 desc="ocml pack")
 
 
-def _final_report(opts: PackOptions, enc: Any, state: _Run, sources: list[Source], inputs: list[dict[str, Any]],
-                  n_shards: int, seconds: float) -> dict[str, Any]:
-    out = opts.out
-    c = state.counters
-    errors = error_summary(out / ERRORS)
-    pack = None
-    if opts.pack:
-        tot = state.pack_total
-        with open(out / OVERLONG, encoding="utf-8") as f:
-            first = [json.loads(line) for _, line in zip(range(20), f)]
-        pack = {**asdict(tot), "fill_rate": tot.fill_rate, "overlong": opts.overlong,
-                "pad_id": state.packer.pad_id if state.packer is not None else None,
-                "pad_to_multiple_of": opts.pad_to_multiple_of,
-                "overlong_file": OVERLONG, "overlong_documents": first}
-    dirs = [d + "/" for d, o in ((PARQUET_DIR, "parquet"), (NPY_DIR, "npy"), (MEGATRON_DIR, "megatron"))
-            if o in opts.outputs]
-    rows = pack["rows"] if pack else c.documents
-    report = {
-        "out": str(out), "format": enc.format_name, "tokenizer": enc.tokenizer.name, "mask": _policy(enc.mask),
-        "cot": enc.cot.value, "inputs": [i["path"] for i in inputs], "counts": asdict(c) | {"rows": rows},
-        "pack": pack, "lengths": state.hist.stats(opts.seq_len),
-        "errors": {"file": ERRORS, **errors},
-        "shards": {"count": n_shards, "outputs": list(opts.outputs), "dirs": dirs,
-                   "names": [shard_name(k) for k in range(n_shards)]},
-        "timing": {"seconds": round(seconds, 3), "records_per_s": c.records / seconds if seconds else 0.0,
-                   "tokens_per_s": c.tokens / seconds if seconds else 0.0, "workers": state.workers,
-                   "resumed_from_shard": state.resumed_shards},
-    }
-    title = f"{c.documents:,} documents, {enc.format_name}" + (f", seq_len {opts.seq_len:,}" if opts.seq_len else "")
-    if opts.plot:
-        state.hist.plot(out / "lengths.png", opts.seq_len, title)
-    manifest = {
-        "ocml_version": ocml_version(), "fingerprint": state.fp, "format": enc.format_name,
-        "tokenizer": {"name": enc.tokenizer.name, "vocab_hash": enc.tokenizer.fingerprint,
-                      "n_vocab": enc.tokenizer.n_vocab},
-        "mask": _policy(enc.mask), "cot": enc.cot.value, "packed": opts.pack, "seq_len": opts.seq_len,
-        "overlong": opts.overlong if opts.pack else None, "pad_id": pack["pad_id"] if pack else None,
-        "columns": (["input_ids", "labels", "position_ids", "seq_lengths"] + (["seq_idx"] if opts.seq_idx else [])
-                    if opts.pack else ["input_ids", "labels", "assistant_masks"]),
-        "pad_to_multiple_of": opts.pad_to_multiple_of,
-        "shards": {"parquet": [f"{PARQUET_DIR}/{shard_name(k)}.parquet" for k in range(n_shards)]
-                   if "parquet" in opts.outputs else [],
-                   "npy": [f"{NPY_DIR}/{shard_name(k)}" for k in range(n_shards)] if "npy" in opts.outputs else [],
-                   "megatron": [f"{MEGATRON_DIR}/{shard_name(k)}" for k in range(n_shards)]
-                   if "megatron" in opts.outputs else []},
-        "shard_size": opts.shard_size,
-        "counts": report["counts"] | ({"trained_labels": pack["trained_tokens"], "fill_rate": pack["fill_rate"]}
-                                      if pack else {}),
-        "inputs": inputs, "options": opts.output_key(enc),
-        "model": state.detection,
-    }
-    write_json(out / "manifest.json", manifest)
-    write_json(out / "report.json", report)
-    write_json(out / STATE_DIR / PROGRESS, {"fingerprint": state.fp, "status": "done", "shards": n_shards,
-                                            "rows": rows, "checkpoint": None})
-    return report
-
-
-def _reopen(path: Path, size: int) -> IO[str]:
-    """An append-only log cut back to ``size`` bytes (its length at the checkpoint resumed from)."""
-    if size:
-        with open(path, "ab") as f:
-            f.truncate(size)
-    else:
-        path.unlink(missing_ok=True)
-    return open(path, "a", encoding="utf-8")
-
-
-__all__ = ["PackOptions", "RunResult", "StrictStop", "run"]
+__all__ = ["FAULT_ENV", "PackOptions", "RunResult", "StrictStop", "TooManyBadRecords", "run"]

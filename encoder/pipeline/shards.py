@@ -8,12 +8,17 @@ Layout under the output folder (readable without ocml):
   what TRL's padding-free collator rebuilds ``position_ids`` from).  Unpacked
   (``--no-pack``): one row per conversation, ``input_ids``, ``labels``, ``assistant_masks``
   list<int8>.
+  Provenance (``pipeline.provenance``): packed rows carry ``doc_source`` / ``doc_record``
+  list<int32> / list<int64>, one entry per ``seq_lengths`` entry (the input number and the
+  record index of that document; a split document's pieces repeat it); unpacked rows carry
+  scalar ``source`` / ``record``.
 - ``npy/train-NNNNN/*.npy`` (memmap-able).  Packed: ``input_ids`` int32, ``labels`` int32,
   ``position_ids`` int32, all ``[rows, seq_len]`` with padding (pad id, label -100,
   positions restarting at 0), and the segment table ``seq_lengths`` int32 [segments]
   (padding segments included: each row's lengths sum to seq_len) with ``seq_offsets``
-  int64 [rows+1] into it.  Unpacked: flat ``input_ids`` / ``labels`` int32 and
-  ``offsets`` int64 [docs+1].
+  int64 [rows+1] into it, and ``doc_source`` int32 / ``doc_record`` int64 beside
+  ``seq_lengths`` (-1 for padding).  Unpacked: flat ``input_ids`` / ``labels`` int32,
+  ``offsets`` int64 [docs+1], ``source`` / ``record`` [docs].
 - ``megatron/train-NNNNN_text_document.{bin,idx}`` and ``..._loss_mask_document.{bin,idx}``
   (``--output megatron``, unpacked only): Megatron-LM indexed datasets, one sequence per
   document (see ``megatron``).
@@ -22,9 +27,10 @@ Layout under the output folder (readable without ocml):
   a Parquet list<int32> column, and ``seq_idx.npy`` int32 [rows, seq_len] (padding is a
   segment of its own there).
 
-Every shard holds ``shard_rows`` rows (the last one fewer).  It is written to a hidden
-temporary name and renamed into place when complete (an atomic rename on POSIX), so
-readers and a resumed run never see half a shard.
+A shard holds at most ``shard_rows`` rows; ``ShardWriter.cut()`` ends one early (the
+pipeline does at every epoch end, so a kill loses at most one epoch of work).  It is
+written to a hidden temporary name and renamed into place when complete (an atomic rename
+on POSIX), so readers and a resumed run never see half a shard.
 """
 
 from __future__ import annotations
@@ -73,6 +79,8 @@ class Block:
     seg_doc: np.ndarray | None = None
     offsets: np.ndarray | None = None
     mask: np.ndarray | None = None
+    doc_source: np.ndarray | None = None  # provenance: per segment (packed, -1 = padding) / per document
+    doc_record: np.ndarray | None = None
 
     @property
     def packed(self) -> bool:
@@ -84,11 +92,16 @@ class Block:
             assert self.seg_offsets is not None and self.seg_lengths is not None and self.seg_doc is not None
             s0, s1 = int(self.seg_offsets[a]), int(self.seg_offsets[b])
             return Block(b - a, self.input_ids[a:b], self.labels[a:b], self.position_ids[a:b],  # type: ignore[index]
-                         self.seg_offsets[a:b + 1] - s0, self.seg_lengths[s0:s1], self.seg_doc[s0:s1])
+                         self.seg_offsets[a:b + 1] - s0, self.seg_lengths[s0:s1], self.seg_doc[s0:s1],
+                         doc_source=_cut(self.doc_source, s0, s1), doc_record=_cut(self.doc_record, s0, s1))
         assert self.offsets is not None and self.mask is not None
         t0, t1 = int(self.offsets[a]), int(self.offsets[b])
         return Block(b - a, self.input_ids[t0:t1], self.labels[t0:t1], offsets=self.offsets[a:b + 1] - t0,
-                     mask=self.mask[t0:t1])
+                     mask=self.mask[t0:t1], doc_source=_cut(self.doc_source, a, b), doc_record=_cut(self.doc_record, a, b))
+
+
+def _cut(a: np.ndarray | None, lo: int, hi: int) -> np.ndarray | None:
+    return None if a is None else a[lo:hi]
 
 
 # -- Parquet -----------------------------------------------------------------------------------
@@ -104,11 +117,15 @@ def parquet_table(block: Block, seq_idx: bool = False) -> Any:
 
     if not block.packed:
         assert block.offsets is not None and block.mask is not None
-        return pa.table({
+        cols = {
             "input_ids": lists(block.offsets, block.input_ids.astype(np.int32), pa.int32()),
             "labels": lists(block.offsets, block.labels.astype(np.int64), pa.int64()),
             "assistant_masks": lists(block.offsets, block.mask.astype(np.int8), pa.int8()),
-        })
+        }
+        if block.doc_source is not None and block.doc_record is not None:
+            cols["source"] = pa.array(block.doc_source.astype(np.int32), pa.int32())
+            cols["record"] = pa.array(block.doc_record.astype(np.int64), pa.int64())
+        return pa.table(cols)
     assert block.seg_offsets is not None and block.seg_lengths is not None and block.seg_doc is not None
     seq_len = block.input_ids.shape[1]
     real = block.seg_doc != -1
@@ -126,7 +143,7 @@ def parquet_table(block: Block, seq_idx: bool = False) -> Any:
     seg_off = np.zeros(block.rows + 1, dtype=np.int64)
     np.cumsum(seg_count, out=seg_off[1:])
     assert block.position_ids is not None
-    columns = {
+    cols = {
         "input_ids": lists(tok_off, block.input_ids[keep].astype(np.int32), pa.int32()),
         "labels": lists(tok_off, block.labels[keep].astype(np.int64), pa.int64()),
         "position_ids": lists(tok_off, block.position_ids[keep].astype(np.int32), pa.int32()),
@@ -134,8 +151,11 @@ def parquet_table(block: Block, seq_idx: bool = False) -> Any:
     }
     if seq_idx:
         flat = segment_index(block.seg_offsets, block.seg_lengths).reshape(block.rows, seq_len)
-        columns["seq_idx"] = lists(tok_off, flat[keep], pa.int32())
-    return pa.table(columns)
+        cols["seq_idx"] = lists(tok_off, flat[keep], pa.int32())
+    if block.doc_source is not None and block.doc_record is not None:
+        cols["doc_source"] = lists(seg_off, block.doc_source[real].astype(np.int32), pa.int32())
+        cols["doc_record"] = lists(seg_off, block.doc_record[real].astype(np.int64), pa.int64())
+    return pa.table(cols)
 
 
 class _ParquetPart:
@@ -143,6 +163,11 @@ class _ParquetPart:
         self.final, self.seq_idx = final, seq_idx
         self.tmp = final.with_name("." + final.name + ".tmp")
         self.writer: Any = None
+
+    @staticmethod
+    def paths(final: Path, packed: bool) -> tuple[list[Path], list[Path]]:
+        """(files, folders) this part creates: what ``ShardWriter`` claims before opening it."""
+        return [final, final.with_name("." + final.name + ".tmp")], []
 
     def write(self, block: Block) -> None:
         import pyarrow.parquet as pq
@@ -201,13 +226,29 @@ class _NpyPart:
             shutil.rmtree(self.tmp)
         self.tmp.mkdir(parents=True)
         self.packed = packed
-        row = (seq_len,) if packed else ()
-        names = (("input_ids", np.int32, row), ("labels", np.int32, row))
-        names += (("position_ids", np.int32, row), ("seq_lengths", np.int32, ())) if packed else ()
-        names += (("seq_idx", np.int32, row),) if packed and seq_idx else ()
-        self.files = {n: NpyAppender(self.tmp / f"{n}.npy", np.dtype(d), r) for n, d, r in names}
+        self.files = {n: NpyAppender(self.tmp / f"{n}.npy", np.dtype(d), r)
+                      for n, d, r in self.arrays(packed, seq_len, seq_idx)}
         self.offsets: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
         self.base = 0  # segments (packed) / tokens (unpacked) written so far
+
+    @staticmethod
+    def arrays(packed: bool, seq_len: int, seq_idx: bool = False) -> tuple[tuple[str, type, tuple[int, ...]], ...]:
+        row = (seq_len,) if packed else ()
+        names: tuple[tuple[str, type, tuple[int, ...]], ...] = (("input_ids", np.int32, row),
+                                                                ("labels", np.int32, row))
+        if packed:
+            names += (("position_ids", np.int32, row), ("seq_lengths", np.int32, ()))
+            names += (("seq_idx", np.int32, row),) if seq_idx else ()
+        return names + (("doc_source", np.int32, ()), ("doc_record", np.int64, ())) if packed else \
+            names + (("source", np.int32, ()), ("record", np.int64, ()))
+
+    @staticmethod
+    def paths(final: Path, packed: bool, seq_idx: bool = False) -> tuple[list[Path], list[Path]]:
+        """(files, folders) this part creates: what ``ShardWriter`` claims before opening it."""
+        tmp = final.with_name("." + final.name + ".tmp")
+        names = [f"{n}.npy" for n, _, _ in _NpyPart.arrays(packed, 0, seq_idx)]
+        names.append("seq_offsets.npy" if packed else "offsets.npy")
+        return [d / n for d in (tmp, final) for n in names], [tmp, final]
 
     def write(self, block: Block) -> None:
         f = self.files
@@ -219,10 +260,15 @@ class _NpyPart:
             f["seq_lengths"].append(block.seg_lengths)
             if "seq_idx" in f:
                 f["seq_idx"].append(segment_index(block.seg_offsets, block.seg_lengths).reshape(block.rows, -1))
+            n_seg = block.seg_lengths.shape[0]
+            f["doc_source"].append(block.doc_source if block.doc_source is not None else np.full(n_seg, -1))
+            f["doc_record"].append(block.doc_record if block.doc_record is not None else np.full(n_seg, -1))
             self.offsets.append(block.seg_offsets[1:] + self.base)
             self.base += int(block.seg_offsets[-1])
         else:
             assert block.offsets is not None
+            f["source"].append(block.doc_source if block.doc_source is not None else np.full(block.rows, -1))
+            f["record"].append(block.doc_record if block.doc_record is not None else np.full(block.rows, -1))
             self.offsets.append(block.offsets[1:] + self.base)
             self.base += int(block.offsets[-1])
 
@@ -244,6 +290,16 @@ class _NpyPart:
 
 class _MegatronPart:
     """One shard as two Megatron indexed datasets: ids and loss mask (unpacked documents)."""
+
+    @staticmethod
+    def paths(prefix: Path) -> tuple[list[Path], list[Path]]:
+        """(files, folders) this part creates (``IndexedWriter``'s temporary and final names)."""
+        files = []
+        for key in (IDS_KEY, MASK_KEY):
+            p = prefix.with_name(f"{prefix.name}_{key}")
+            files += [p.with_name("." + p.name + ".bin.tmp"), p.with_name("." + p.name + ".idx.tmp"),
+                      p.with_name(p.name + ".bin"), p.with_name(p.name + ".idx")]
+        return files, []
 
     def __init__(self, prefix: Path, vocab_size: int) -> None:
         self.parts = [IndexedWriter(prefix.with_name(f"{prefix.name}_{IDS_KEY}"), token_dtype(vocab_size)),
@@ -271,47 +327,62 @@ def _fsync(path: Path) -> None:
 # -- the shard set ---------------------------------------------------------------------------------
 
 class ShardWriter:
-    """Routes rows into shards of ``shard_rows`` rows; calls ``on_shard(k, rows_total)`` after
-    shard k is renamed into place.  Rows below ``skip_rows`` (already in complete shards of an
-    interrupted run) are dropped, so a resumed run writes exactly the shards that were missing."""
+    """Routes rows into shards of at most ``shard_rows`` rows (``cut()`` ends one early);
+    calls ``on_shard(k, rows_total)`` after shard k is renamed into place.  Rows below
+    ``skip_rows`` (already in the ``first_shard`` complete shards of an interrupted run)
+    are dropped, so a resumed run writes exactly the shards that were missing.
+    ``claim(files, folders)`` is called before anything is created (``outdir.OutDir.claim``)."""
 
     def __init__(self, out: Path, *, packed: bool, seq_len: int, shard_rows: int, parquet: bool, npy: bool,
-                 skip_rows: int = 0, on_shard: Callable[[int, int], None] | None = None,
+                 skip_rows: int = 0, first_shard: int | None = None,
+                 on_shard: Callable[[int, int], None] | None = None,
+                 claim: Callable[[list[Path], list[Path]], None] | None = None,
                  split: str = "train", megatron: bool = False, vocab_size: int = 0, seq_idx: bool = False) -> None:
         self.out, self.packed, self.seq_len, self.shard_rows = out, packed, seq_len, shard_rows
         self.split = split
         self.parquet, self.npy = parquet, npy
         self.megatron, self.vocab_size, self.seq_idx = megatron, vocab_size, seq_idx
         self.on_shard = on_shard
+        self.claim = claim or (lambda files, folders: None)
         self.rows = 0                       # global rows seen (including skipped ones)
+        self.in_shard = 0                   # rows of the open shard (skipped ones included)
         self.skip_rows = skip_rows
-        self.shard = skip_rows // shard_rows
+        self.shard = skip_rows // shard_rows if first_shard is None else first_shard
         self._parts: list[Any] = []
-        if parquet:
-            (out / PARQUET_DIR).mkdir(parents=True, exist_ok=True)
-        if npy:
-            (out / NPY_DIR).mkdir(parents=True, exist_ok=True)
-        if megatron:
-            (out / MEGATRON_DIR).mkdir(parents=True, exist_ok=True)
+        for on, sub in ((parquet, PARQUET_DIR), (npy, NPY_DIR), (megatron, MEGATRON_DIR)):
+            if on:
+                self.claim([], [out / sub])
+                (out / sub).mkdir(parents=True, exist_ok=True)
 
     def write(self, block: Block) -> None:
         a = 0
         while a < block.rows:
-            in_shard = self.rows % self.shard_rows
-            b = min(block.rows, a + self.shard_rows - in_shard)
+            b = min(block.rows, a + self.shard_rows - self.in_shard)
             if self.rows + (b - a) > self.skip_rows:
                 lo = max(a, a + self.skip_rows - self.rows)
                 part = block if (lo, b) == (0, block.rows) else block.slice(lo, b)
                 for p in self._open():
                     p.write(part)
             self.rows += b - a
+            self.in_shard += b - a
             a = b
-            if self.rows % self.shard_rows == 0:
+            if self.in_shard == self.shard_rows:
                 self._commit()
+
+    def cut(self) -> None:
+        """End the open shard here (if it holds rows), so everything written so far is saved."""
+        if self.in_shard:
+            self._commit()
 
     def _open(self) -> list[Any]:
         if not self._parts:
             name = shard_name(self.shard, self.split)
+            if self.parquet:
+                self.claim(*_ParquetPart.paths(self.out / PARQUET_DIR / f"{name}.parquet", self.packed))
+            if self.npy:
+                self.claim(*_NpyPart.paths(self.out / NPY_DIR / name, self.packed, self.seq_idx))
+            if self.megatron:
+                self.claim(*_MegatronPart.paths(self.out / MEGATRON_DIR / name))
             if self.parquet:
                 self._parts.append(_ParquetPart(self.out / PARQUET_DIR / f"{name}.parquet", self.seq_idx))
             if self.npy:
@@ -321,7 +392,8 @@ class ShardWriter:
         return self._parts
 
     def _commit(self) -> None:
-        if not self._parts:
+        self.in_shard = 0
+        if not self._parts:  # rows all in complete shards of the run resumed (or none): nothing to commit
             return
         for p in self._parts:
             p.commit()

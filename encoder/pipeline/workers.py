@@ -30,6 +30,7 @@ from ..errors import OcmlError
 from ..packing.docs import concat_results
 from .readers import Chunk, Kind
 from .records import conversation_from_record, drop_nulls
+from .untrained import untrained_reason
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,9 @@ class Rendered:
     message_index: np.ndarray | None  # int32 (only when the packer truncates at message ends)
     errors: list[RecordError] = field(default_factory=list)
     records: int = 0           # records read (blank JSONL lines are not records)
+    #: (location, reason) of documents with nothing to train (``untrained``): left out of the
+    #: arrays unless ``RenderSpec.keep_untrained``
+    untrained: list[tuple[int, str]] = field(default_factory=list)
 
     @property
     def documents(self) -> int:
@@ -75,6 +79,7 @@ class RenderSpec:
     messages_field: str = "messages"
     tools_field: str = "tools"
     message_index: bool = False
+    keep_untrained: bool = False  # keep documents with no trained token (else skipped, listed in ``untrained``)
 
 
 def json_error(exc: json.JSONDecodeError) -> str:
@@ -135,17 +140,23 @@ def render_chunk(enc: Any, chunk: Chunk, spec: RenderSpec) -> Rendered:
     results = _render_all(enc, convs)
     ok: list[Any] = []
     ok_locs: list[int] = []
-    for loc, res in zip(locs, results):
+    untrained: list[tuple[int, str]] = []
+    for loc, conv, res in zip(locs, convs, results):
         if isinstance(res, OcmlError):
             errors.append(RecordError.of(chunk.source, loc, res))
-        else:
-            ok.append(res)
-            ok_locs.append(loc)
+            continue
+        why = untrained_reason(conv, res)
+        if why is not None:
+            untrained.append((loc, why.value))
+            if not spec.keep_untrained:
+                continue
+        ok.append(res)
+        ok_locs.append(loc)
     errors.sort(key=lambda e: e.location)
     ids, mask, offsets, message_index = concat_results(ok, spec.message_index)
     return Rendered(seq=chunk.seq, source=chunk.source, ids=ids, mask=mask, offsets=offsets,
                     locations=np.asarray(ok_locs, dtype=np.int64), message_index=message_index,
-                    errors=errors, records=len(decoded))
+                    errors=errors, records=len(decoded), untrained=untrained)
 
 
 def _render_all(enc: Any, convs: list[Any]) -> list[Any]:

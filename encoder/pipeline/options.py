@@ -1,0 +1,163 @@
+"""``ocml pack``'s options: what they are, their defaults (and why), and their checks.
+
+One home for every default the pipeline applies, so the README, ``--help`` and the code
+say the same thing:
+
+- ``overlong``: resolved per input *shape* (``OVERLONG_DEFAULTS``).  A conversation is cut
+  after its last whole assistant message that fits (``truncate``): a piece that starts
+  mid-conversation has no system / user context and trains the model on answers to
+  questions it never saw.  Plain text has no messages to cut at, so it is split.
+- ``max_bad_fraction`` 0.05: a run that rejects more than 5% of its records fails (exit 1),
+  decided early on a sample (``BAD_SAMPLE`` records) and again at the end.
+- ``keep_untrained`` False: a document with no trained token is dead weight in a row.
+- ``window`` 10,000 documents: the packer is flushed (and the open shard saved) every
+  ``window`` documents or ``epoch_tokens`` tokens, whichever comes first: a kill loses at
+  most that much work, for about 0.01 points of fill (``scripts/bench_pack.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..packing.packed import Overlong
+
+OUTPUTS = ("parquet", "npy", "megatron")
+CONVERSATION = "conversation"  # the input shape of every record ``records.conversation_from_record`` reads
+#: The overlong policy each input shape gets when ``--overlong`` is not given (see the module doc).
+OVERLONG_DEFAULTS: dict[str, Overlong] = {CONVERSATION: Overlong.TRUNCATE, "text": Overlong.SPLIT}
+DEFAULT_WINDOW = 10_000
+DEFAULT_EPOCH_TOKENS = 1 << 22
+DEFAULT_MAX_BAD_FRACTION = 0.05
+BAD_SAMPLE = 1_000  # records read before the early --max-bad-fraction check
+
+
+def resolve_overlong(given: str | Overlong | None, shape: str = CONVERSATION) -> Overlong:
+    """The overlong policy for documents of ``shape``: ``given`` if set, else the shape's default."""
+    if given is not None:
+        try:
+            return Overlong(getattr(given, "value", given))
+        except ValueError:
+            raise InputError(f"--overlong {given!r}", code="E-USAGE", field="--overlong",
+                             hint="one of: " + ", ".join(o.value for o in Overlong)) from None
+    if shape not in OVERLONG_DEFAULTS:
+        raise InputError(f"no overlong default for input shape {shape!r}", code="E-USAGE", field="--overlong",
+                         hint="pass --overlong truncate|split|drop")
+    return OVERLONG_DEFAULTS[shape]
+
+
+@dataclass(frozen=True)
+class PackOptions:
+    """Everything ``ocml pack`` takes (see ``encoder.cli`` for the user-facing help)."""
+
+    inputs: tuple[str, ...]
+    out: Path
+    format: str | None = None        # None: openchatml-2.2, or detected from --model
+    tokenizer: str | None = None
+    model: str | None = None         # a local HF model folder: its tokenizer, its format (pack_encoder)
+    seq_len: int | None = None
+    mask: str = "default"
+    cot: str = "default"
+    workers: int = 0                 # 0 = all cores
+    messages_field: str = "messages"
+    tools_field: str = "tools"
+    overlong: str | None = None      # None = the input shape's default (``OVERLONG_DEFAULTS``)
+    strict: bool = False
+    shard_size: int = 8192           # rows per shard (at most: a shard also ends with each epoch)
+    pack: bool = True
+    outputs: tuple[str, ...] = ("parquet",)
+    window: int = DEFAULT_WINDOW     # documents per packing epoch
+    pad_id: int | None = None
+    overwrite: bool = False
+    progress: bool | None = None     # None = when stderr is a terminal
+    chunk_records: int = 256
+    epoch_tokens: int = DEFAULT_EPOCH_TOKENS
+    plot: bool = True                # write lengths.png (matplotlib costs ~0.3 s a run)
+    max_bad_fraction: float = DEFAULT_MAX_BAD_FRACTION
+    keep_untrained: bool = False
+    pad_to_multiple_of: int | None = None  # pad every packed document segment to a multiple of N
+    seq_idx: bool = False            # add the per-token segment index column (packed)
+
+    @property
+    def overlong_policy(self) -> Overlong:
+        return resolve_overlong(self.overlong)
+
+    def output_key(self, enc: Any) -> dict[str, Any]:
+        """The options the output depends on (part of the fingerprint; workers / progress /
+        strict / overwrite / max_bad_fraction are not: they never change a byte of the output)."""
+        return {
+            "format": enc.format_name, "format_options": enc.format.init_options(),
+            "tokenizer": enc.tokenizer.name, "vocab": enc.tokenizer.fingerprint,
+            "mask": mask_name(enc.mask), "cot": enc.cot.value, "seq_len": self.seq_len, "pack": self.pack,
+            "overlong": self.overlong_policy.value, "window": self.window, "pad_id": self.pad_id,
+            "shard_size": self.shard_size, "outputs": list(self.outputs), "messages_field": self.messages_field,
+            "tools_field": self.tools_field, "chunk_records": self.chunk_records, "epoch_tokens": self.epoch_tokens,
+            "keep_untrained": self.keep_untrained, "ocml": ocml_version(),
+            "pad_to_multiple_of": self.pad_to_multiple_of, "seq_idx": self.seq_idx,
+        }
+
+
+def check(opts: PackOptions) -> None:
+    """Usage errors (``E-USAGE``) for options that cannot apply."""
+    if opts.pack and opts.seq_len is None:
+        raise InputError("--seq-len is required when packing", code="E-USAGE", field="--seq-len",
+                         hint="e.g. --seq-len 4096, or --no-pack for one row per conversation")
+    for name, given in (("--overlong", opts.overlong), ("--pad-id", opts.pad_id)):
+        if not opts.pack and given is not None:
+            raise InputError(f"{name} applies to packing only", code="E-USAGE", field=name,
+                             hint=f"--no-pack writes every conversation whole, unpadded; drop {name}")
+    if opts.workers < 0:
+        raise InputError(f"--workers must be >= 0, got {opts.workers}", code="E-USAGE", field="--workers",
+                         hint="0 = all cores")
+    for name, value in (("--seq-len", opts.seq_len), ("--shard-size", opts.shard_size), ("--window", opts.window)):
+        if value is not None and value < 1:
+            raise InputError(f"{name} must be >= 1, got {value}", code="E-USAGE", field=name)
+    if not 0.0 <= opts.max_bad_fraction <= 1.0:
+        raise InputError(f"--max-bad-fraction must be in [0, 1], got {opts.max_bad_fraction}", code="E-USAGE",
+                         field="--max-bad-fraction", hint="e.g. 0.05 (5%); 1 = never fail on bad records")
+    opts.overlong_policy  # noqa: B018 - validates --overlong
+    bad = [o for o in opts.outputs if o not in OUTPUTS]
+    if bad or not opts.outputs:
+        raise InputError(f"unknown output {bad}", code="E-USAGE", field="--output",
+                         hint="parquet, npy, both or megatron")
+    check_outputs(opts)
+
+
+def check_outputs(opts: PackOptions) -> None:
+    """Options that only apply to packed rows, and Megatron's unpacked documents."""
+    from ..errors import OcmlError
+    from ..packing.padding import check_multiple
+
+    if "megatron" in opts.outputs and (opts.pack or opts.seq_len is not None):
+        raise InputError("Megatron output holds unpacked documents (Megatron packs them at train time)",
+                         code="E-USAGE", field="--seq-len" if opts.seq_len is not None else "--output",
+                         hint="drop --seq-len (and packing options) with --output megatron")
+    for name, given in (("--pad-to-multiple-of", opts.pad_to_multiple_of is not None), ("--seq-idx", opts.seq_idx)):
+        if given and not opts.pack:
+            raise InputError(f"{name} applies to packed rows only", code="E-USAGE", field=name,
+                             hint="drop it, or pack (--seq-len N without --no-pack)")
+    if opts.pack and opts.seq_len is not None:
+        try:
+            check_multiple(opts.pad_to_multiple_of, opts.seq_len)
+        except OcmlError as exc:
+            raise InputError(exc.message.replace("pad_to_multiple_of", "--pad-to-multiple-of"), code="E-USAGE",
+                             field="--pad-to-multiple-of", hint=exc.hint) from None
+
+
+def ocml_version() -> str:
+    from ocml import __version__  # one home for the version
+
+    return __version__
+
+
+def mask_name(mask: Any) -> Any:
+    """A mask policy by its ``--mask`` name, else as a dict of its fields."""
+    from ..masks import NAMED_MASKS
+
+    for name, pol in sorted(NAMED_MASKS.items(), key=lambda kv: kv[0] != "default"):
+        if pol == mask:
+            return name
+    d = asdict(mask)
+    return {k: sorted(v) if isinstance(v, frozenset) else v for k, v in d.items()}
