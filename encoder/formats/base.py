@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from vocab import ControlTable, Tokenizer, control_table
 
 from ..adapters import DEFAULT_STYLE, ChatStyle, suggest, to_conversation
-from ..errors import BodyConstraintError, CallSchemaError, HeaderError, UnknownNameError, UnrepresentableError
+from ..errors import BodyConstraintError, CallSchemaError, HeaderError, UnknownNameError
+from ..grammar.escape import Escaper
 from ..messages import Conversation, Message
 from ..pieces import CTL, TXT, MessagePlan, Piece
 
@@ -54,13 +55,10 @@ class Format:
         self.table: ControlTable = control_table(self.name)
         self.validate_bodies = validate_bodies
         self._valid_headers: set[tuple[str | None, ...]] = set()
-        #: controls with no id in this tokenizer: spelled as text, so content must escape them
+        #: controls with no id in this tokenizer: spelled as text, so every text written must escape them
         self.text_controls: tuple[str, ...] = tuple(c for c in self.table.controls if tokenizer.control_id(c) is None)
-        self._escape_re = (
-            re.compile("(?=" + "|".join(re.escape(c) for c in self.text_controls) + ")") if self.text_controls else None
-        )
-        # the cheap "could it need escaping" test (ChatML's <s> / </s> do not start with "<|")
-        self._escape_probe = "<|" if all(c.startswith("<|") for c in self.text_controls) else "<"
+        #: the escape rule for this tokenizer (``encoder.grammar.escape``: its one home)
+        self.escaper = Escaper(self.table.controls, self.text_controls)
 
     def init_options(self) -> dict[str, Any]:
         """The keyword options this instance was built with (a text-only twin for ``to_text`` gets them)."""
@@ -206,29 +204,35 @@ class Format:
             return self.return_token
         return "<|end|>"
 
-    # -- text-mode escaping -----------------------------------------------------
+    # -- text-mode escaping (the rule: ``encoder.grammar.escape``) ------------------
     def escape(self, text: str) -> str:
         """Double the ``<`` of every control spelled as text (OpenChatML 2.2 §3)."""
-        if self._escape_re is None or self._escape_probe not in text:
-            return text
-        return self._escape_re.sub("<", text)
+        return self.escaper.escape(text)
 
-    def body_pieces(self, m: Message, text: str, end: str, index: int) -> tuple[Piece, ...]:
-        """One text piece, escaped where controls are text; a trailing ``<`` must not read as an escape."""
-        if not self.text_controls:
-            return ((TXT, text),)
-        body = self.escape(text)
-        if body.endswith("<") and end in self.text_controls:
-            stripped = body.rstrip("<")
-            run = body[len(stripped):]
-            if "<|literal|>" in self.table.controls and "<|endliteral|>" not in text:
-                return ((TXT, stripped), (CTL, "<|literal|>"), (TXT, run), (CTL, "<|endliteral|>"))
-            raise UnrepresentableError(
-                "content ends with '<' right before a control spelled as text; it would read as an escape",
-                index=index, field="content",
-                hint="register the control tokens on the tokenizer (vocab.load(..., register=...)) or use openchatml-2.2",
-            )
-        return ((TXT, body),)
+    def body_pieces(self, m: Message, text: str | Sequence[str], end: str, index: int | None,
+                    field: str = "content") -> tuple[Piece, ...]:
+        """Text (one piece, or several that read as one run: Harmony content items) written
+        before the terminator ``end`` by the escape rule."""
+        if isinstance(text, str):
+            return self.escaper.text_before(text, end, field=field, index=index)
+        pieces: tuple[Piece, ...] = tuple((TXT, t) for t in text)
+        if not self.escaper:
+            return pieces
+        out = self.escaper.write(pieces + (((CTL, end),) if end else ()), field=field, index=index)
+        return out[:-1] if end else out
+
+    def section_pieces(self, s: Any, text: str, end: str) -> tuple[Piece, ...]:
+        """A system / developer section's text (``harmony_sections``: instructions, tool names,
+        descriptions, TypeScript schemas, identity, dates) written by the same rule as content;
+        an error names the section field the text ends with."""
+        from ..grammar.text import check_value, encoding_error, surrogate_at
+        from .harmony_sections import tail_field
+
+        at = surrogate_at(text)
+        if at >= 0:  # the input policy (``encoder.grammar.text``), naming the section field
+            check_value(s, index=None, field="")
+            raise encoding_error(text, at, index=None, field="content")
+        return self.escaper.text_before(text, end, field=tail_field(s) if self.escaper else "content")
 
 
 class PlanContext:

@@ -35,7 +35,7 @@ import numpy as np
 
 from vocab.errors import as_enum, expect
 
-from ..errors import InputError, InputTypeError, ParseError, UnknownNameError, UnrepresentableError
+from ..errors import InputError, InputTypeError, ParseError, UnknownNameError
 from ..pieces import CTL, TXT, Piece
 
 if TYPE_CHECKING:
@@ -167,14 +167,10 @@ def fim_pieces(fmt: ChatML, *, prefix: Any, suffix: Any, middle: Any = None, ord
 
 
 def _check_escapes(fmt: ChatML, entries: list[tuple[Piece, bool, int]]) -> None:
-    """Fallback mode: text ending in '<' right before a control spelled as text would read as its escape."""
-    if not fmt.text_controls:
-        return
-    for (a, _, _), (b, _, _) in zip(entries, entries[1:]):
-        if a[0] == TXT and b[0] == CTL and b[1] in fmt.text_controls and a[1].endswith("<"):
-            raise UnrepresentableError("text ends with '<' right before a control spelled as text; it would read "
-                                       "as an escape", field="prefix",
-                                       hint="register the chatml controls on the tokenizer (vocab.load(..., register='chatml'))")
+    """Fallback mode: text ending in '<' right before a control spelled as text (the one rule,
+    ``encoder.grammar.escape``; the pieces were escaped one by one in ``txt``)."""
+    if fmt.escaper:
+        fmt.escaper.write([p for p, _, _ in entries], field="prefix")
 
 
 class _Atoms:

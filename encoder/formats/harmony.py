@@ -27,7 +27,7 @@ from typing import ClassVar
 from ..adapters import ChatStyle
 from ..errors import CallSchemaError, InputError
 from ..messages import Conversation, Message, Options
-from ..pieces import CTL, TXT, MessagePlan, Piece
+from ..pieces import CTL, TXT, MessagePlan, Piece  # noqa: F401
 from ..sections import SECTIONS, content_key
 from .base import Format, PlanContext
 from .harmony_sections import (
@@ -105,13 +105,13 @@ class HarmonyFormat(Format):
         header.append((CTL, "<|message|>"))
         s = m.structured
         if isinstance(s, SystemContent):
-            body: tuple[Piece, ...] = ((TXT, system_text(s, ctx.has_function_tools)),)
+            body: tuple[Piece, ...] = self.section_pieces(s, system_text(s, ctx.has_function_tools), end)
         elif isinstance(s, DeveloperContent):
-            body = ((TXT, developer_text(s)),)
-        elif m.parts is not None:
-            body = tuple((TXT, self.escape(p)) for p in m.parts)
+            body = self.section_pieces(s, developer_text(s), end)
+        elif m.parts is not None:  # content items: one piece each (openai-harmony), one run for a reader
+            body = self.body_pieces(m, m.parts, end, None)
         else:
-            body = self.body_pieces(m, m.content, end, -1)
+            body = self.body_pieces(m, m.content, end, None)
         return MessagePlan(((CTL, "<|start|>"), (TXT, role)), tuple(header), body, ((CTL, end),))
 
 
