@@ -44,6 +44,8 @@ from dataclasses import replace
 from typing import Any, Callable, ClassVar
 
 from ..errors import CallSchemaError, InputError
+from ..grammar.roles import APERTUS as APERTUS_ROLES
+from ..grammar.text import check_text
 from ..messages import Conversation, Message
 from ..pieces import CTL, MessagePlan, Piece
 from .apertus_blocks import TOOL_CALLS, Turn, TurnBuilder, read_messages, turn_pieces
@@ -60,8 +62,7 @@ STOP_REASONS = {"<|assistant_end|>": "end", "</s>": "eos", "<|tools_suffix|>": "
 class Apertus(Format):
     name: ClassVar[str] = "apertus"
     channels: ClassVar[tuple[str, ...] | None] = None
-    roles: ClassVar[tuple[str, ...]] = ("system", "developer", "user", "assistant", "tool")
-    tool_namespace_roles: ClassVar[bool] = False
+    roles: ClassVar[tuple[str, ...]] = APERTUS_ROLES.roles
     merge_text_runs: ClassVar[bool] = True
     transcript_joiner: ClassVar[str] = ""
 
@@ -157,7 +158,11 @@ class Apertus(Format):
         tail: tuple[Piece, ...] = ((CTL, end),) if end else ()
         if isinstance(m.structured, Turn):
             # raw text pieces, written by the one escape rule as runs (``encoder.grammar.escape``)
-            body = self.escaper.write(turn_pieces(m.structured, _raw, self.validate_bodies) + list(tail))
+            pieces = turn_pieces(m.structured, _raw, self.validate_bodies)
+            for kind, text in pieces:
+                if kind != CTL and not text.isascii():
+                    check_text(text, index=None, field="content")
+            body = self.escaper.write(pieces + list(tail))
             return MessagePlan(prompt, (), body[:len(body) - len(tail)], tail)
         return MessagePlan(prompt, (), self.body_pieces(m, m.content, end, None), tail)
 

@@ -6,15 +6,20 @@ A format turns one message into a ``MessagePlan`` (pieces); it never encodes.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from vocab import ControlTable, Tokenizer, control_table
 
-from ..adapters import DEFAULT_STYLE, ChatStyle, suggest, to_conversation
+from ..adapters import DEFAULT_STYLE, ChatStyle, to_conversation
 from ..errors import BodyConstraintError, CallSchemaError, HeaderError, UnknownNameError
 from ..grammar.escape import Escaper
+from ..grammar.headers import HEADER_FIELDS, Header, check_round_trip, parse_header
+from ..grammar.headers import check_value as check_header_value
+from ..grammar.roles import GRAMMARS as ROLE_GRAMMARS
+from ..grammar.text import check_text
+from ..grammar.roles import OPENCHATML as OPENCHATML_GRAMMAR
+from ..grammar.roles import RoleGrammar
 from ..messages import Conversation, Message
 from ..pieces import CTL, TXT, MessagePlan, Piece
 
@@ -25,9 +30,6 @@ if TYPE_CHECKING:
 #: the controls after which the stream decoder stops, and the ``Stop.reason`` for each
 STOP_REASONS: dict[str, str] = {"<|return|>": "return", "<|call|>": "call"}
 
-# A header value ends at whitespace or "<" (HIP-1 parsers cut there), so neither may occur inside.
-_BAD_HEADER = re.compile(r"[\s<>]|\|")
-HEADER_FIELDS = ("role", "channel", "recipient", "call_id", "name", "intent", "content_type", "constrain")
 
 
 class Format:
@@ -37,9 +39,8 @@ class Format:
     #: the control that ends the last assistant ``final`` of a training render, if the format has one
     return_token: ClassVar[str | None] = None
     channels: ClassVar[tuple[str, ...] | None] = ("analysis", "commentary", "final")
-    #: the roles a message may have (plus ``functions.NAME`` where ``tool_namespace_roles``)
-    roles: ClassVar[tuple[str, ...]] = ("system", "developer", "user", "assistant", "tool")
-    tool_namespace_roles: ClassVar[bool] = True
+    #: the roles a message may have (the role grammar, ``encoder.grammar.roles``, has the rest)
+    roles: ClassVar[tuple[str, ...]] = OPENCHATML_GRAMMAR.roles
     #: how OpenAI / HF chat dicts map into this format (applied by ``encoder.adapters``)
     chat_style: ClassVar[ChatStyle] = DEFAULT_STYLE
     #: encode each run of text between two registered controls in one call, as the deployed
@@ -108,6 +109,11 @@ class Format:
         bodies = self.validate_bodies
         for i, m in enumerate(conv.messages):
             self.validate_header(m, i)  # one key and one set lookup on the common path: headers repeat
+            if not m.content.isascii():  # the input-encoding policy (``encoder.grammar.text``)
+                check_text(m.content, index=i, field="content")
+            if m.parts is not None:
+                for k, part in enumerate(m.parts):
+                    check_text(part, index=i, field=f"content[{k}]")
             if bodies and (m.constrain is not None or m.content_type is not None):
                 self.validate_body(m, i)
             if m.call_id is None:
@@ -128,27 +134,51 @@ class Format:
         self._valid_headers.add(key)
 
     def _check_header(self, m: Message, i: int) -> None:
+        """The header grammar at render (``encoder.grammar.headers``): the role, each value a
+        single word, and the text this format writes reads back as the same fields."""
         self.check_role(m.role, i)
         for f in HEADER_FIELDS:
             val = getattr(m, f)
-            if val is None:
-                continue
-            if val == "" or _BAD_HEADER.search(val):
-                raise HeaderError(
-                    f"{f} {val!r} is empty or contains whitespace, '<', '>' or '|'",
-                    index=i, field=f,
-                    hint="header values are single words; put free text in the content",
-                )
+            if val is not None:
+                check_header_value(f, val, i)
         if self.channels is not None and m.channel is not None and m.channel not in self.channels:
             raise HeaderError(f"channel {m.channel!r} is not one of {', '.join(self.channels)}", index=i,
                               field="channel")
+        written = self.header_text(m)
+        if written is not None:
+            try:
+                got: Header | HeaderError = self.read_header(written)
+            except HeaderError as exc:
+                got = exc
+            check_round_trip(written, self.written_fields(m), got, i)
 
     def check_role(self, role: str, i: int | None) -> None:
-        """The role grammar: one of ``roles``, or ``functions.NAME`` (a legacy tool reply)."""
-        if role in self.roles or (self.tool_namespace_roles and role.startswith("functions.") and len(role) > 10):
-            return
-        raise HeaderError(f"unknown role {role!r} for {self.name}", code="E-ROLE-UNKNOWN", index=i, field="role",
-                          hint=suggest(role, self.roles) + "roles: " + ", ".join(self.roles))
+        """The role grammar (``encoder.grammar.roles``), the same table the readers use."""
+        self.role_grammar.check(role, i, self.name)
+
+    @property
+    def role_grammar(self) -> RoleGrammar:
+        return ROLE_GRAMMARS[self.name]
+
+    # -- the header as written and read back (render-time round trip) -----------------
+    def header_text(self, m: Message) -> str | None:
+        """The header text a reader sees for ``m`` (between the frame's start control and the
+        body), or None when the format writes no header text."""
+        plan = self.plan(m.with_(content="", parts=None, structured=None), self.end_token(m, False), PlanContext())
+        pieces = (*plan.prompt[1:], *plan.header)
+        if pieces and pieces[-1][0] == CTL:  # the control that opens the body (<|message|>)
+            pieces = pieces[:-1]
+        if not any(kind != CTL for kind, _ in pieces):
+            return None  # the frame's controls say it all (Apertus)
+        return "".join(v for _, v in pieces)
+
+    def read_header(self, text: str) -> Header:
+        """This format's header reader (the frame machine's): text -> fields."""
+        return parse_header(text, harmony=False)
+
+    def written_fields(self, m: Message) -> Header:
+        """The fields ``m``'s header must read back as."""
+        return Header(m.role, m.channel, m.recipient, m.call_id, m.name, m.intent, m.content_type, m.constrain)
 
     def validate_body(self, m: Message, i: int) -> None:
         ctype = m.constrain or m.content_type

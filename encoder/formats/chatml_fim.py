@@ -36,6 +36,7 @@ import numpy as np
 from vocab.errors import as_enum, expect
 
 from ..errors import InputError, InputTypeError, ParseError, UnknownNameError
+from ..grammar.text import check_text
 from ..pieces import CTL, TXT, Piece
 
 if TYPE_CHECKING:
@@ -133,6 +134,8 @@ def fim_pieces(fmt: ChatML, *, prefix: Any, suffix: Any, middle: Any = None, ord
 
     def txt(text: str, train: bool = False, owner: int = n) -> None:
         if text:
+            if not text.isascii():
+                check_text(text, index=None, field="fim text")
             out.append(((TXT, fmt.escape(text)), train, owner))
 
     if fmt.bos_eos:

@@ -26,6 +26,7 @@ from typing import ClassVar
 
 from ..adapters import ChatStyle
 from ..errors import CallSchemaError, InputError
+from ..grammar.headers import Header, parse_header
 from ..messages import Conversation, Message, Options
 from ..pieces import CTL, TXT, MessagePlan, Piece  # noqa: F401
 from ..sections import SECTIONS, content_key
@@ -80,6 +81,20 @@ class HarmonyFormat(Format):
 
     def is_final(self, m: Message) -> bool:
         return m.channel == "final"  # Harmony: the channel word itself, no 1.x default
+
+    def read_header(self, text: str) -> Header:
+        return parse_header(text, harmony=True)
+
+    def written_fields(self, m: Message) -> Header:
+        """Harmony writes a tool message's name as the role word (it reads back as role
+        ``tool``; so does a legacy ``functions.NAME`` role) and no ``to=all``."""
+        role, name = m.role, m.name
+        if role == "tool":
+            role, name = "tool", m.name
+        elif role not in self.roles:
+            role, name = "tool", role if name is None else name
+        recipient = None if m.recipient == "all" else m.recipient
+        return Header(role, m.channel, recipient, m.call_id, name, m.intent, m.content_type, m.constrain)
 
 
     def plan(self, m: Message, end: str, ctx: PlanContext) -> MessagePlan:
