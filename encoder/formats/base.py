@@ -150,7 +150,7 @@ class Format:
                 got: Header | HeaderError = self.read_header(written)
             except HeaderError as exc:
                 got = exc
-            check_round_trip(written, self.written_fields(m), got, i)
+            check_round_trip(written, self.written_fields(m), got, i, "name" if m.role == "tool" else "role")
 
     def check_role(self, role: str, i: int | None) -> None:
         """The role grammar (``encoder.grammar.roles``), the same table the readers use."""

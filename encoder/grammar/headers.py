@@ -163,10 +163,14 @@ def check_value(field: str, value: str, index: int | None) -> None:
     check_text(value, index=index, field=field)
 
 
-def check_round_trip(written: str, want: Header, got: Header | HeaderError, index: int | None) -> None:
-    """``written`` (a header's text) must read back (``got``) as the fields it was written from."""
+def check_round_trip(written: str, want: Header, got: Header | HeaderError, index: int | None,
+                     role_field: str = "role") -> None:
+    """``written`` (a header's text) must read back (``got``) as the fields it was written from;
+    ``role_field``: the message field the role word was written from (Harmony tool: ``name``)."""
     if isinstance(got, HeaderError):
         field = got.field if got.field in HEADER_FIELDS else "role"
+        if field == "role":
+            field = role_field
         raise HeaderError(f"the header would be written as {written!r}, which does not read back "
                           f"({got.message})", index=index, field=field,
                           hint="header values are names: letters, digits, '_', '-', '.'; a tool name is "
