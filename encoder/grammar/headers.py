@@ -175,7 +175,9 @@ def check_round_trip(written: str, want: Header, got: Header | HeaderError, inde
                           f"({got.message})", index=index, field=field,
                           hint="header values are names: letters, digits, '_', '-', '.'; a tool name is "
                                "namespaced (functions.NAME)")
-    for f in HEADER_FIELDS:
+    differ = [f for f in HEADER_FIELDS if getattr(want, f) != getattr(got, f)]
+    # name the field the caller set (content_type 'foo' read back as a recipient: content_type)
+    for f in sorted(differ, key=lambda f: getattr(want, f) is None):
         a, b = getattr(want, f), getattr(got, f)
         if a != b:
             raise HeaderError(f"{f} {a!r} would be written as {written!r}, which reads back as {f}={b!r}"
