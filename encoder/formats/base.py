@@ -192,9 +192,9 @@ class Format:
                 raise BodyConstraintError(f"body is not valid JSON ({exc})", index=i, field="content",
                                           hint="fix the JSON or drop the json content type") from None
 
-    @staticmethod
-    def is_tool_reply(m: Message) -> bool:
-        return m.role == "tool" or m.role.startswith("functions.")
+    def is_tool_reply(self, m: Message) -> bool:
+        """A tool's reply: role ``tool``, or a tool's name as the role (the role grammar)."""
+        return m.role == "tool" or (m.role not in self.roles and self.role_grammar.is_tool_word(m.role))
 
     def context(self, conv: Conversation) -> PlanContext:
         # Harmony's rule: the system text gains the "Calls to these tools..." line when any
