@@ -65,10 +65,6 @@ class Escaper:
             return text
         return self._re.sub(ESCAPE, text)
 
-    def needs_escape(self, text: str) -> bool:
-        """Could ``text`` need escaping?  (False: it is written as it is.)"""
-        return self._re is not None and ("<" in text)
-
     def _escape_run(self, texts: list[str]) -> list[str]:
         """Adjacent text pieces, escaped as their concatenation and cut back into pieces."""
         if len(texts) == 1:
