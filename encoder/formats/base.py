@@ -17,9 +17,9 @@ from ..grammar.escape import Escaper
 from ..grammar.headers import HEADER_FIELDS, Header, check_round_trip, parse_header
 from ..grammar.headers import check_value as check_header_value
 from ..grammar.roles import GRAMMARS as ROLE_GRAMMARS
-from ..grammar.text import check_text
 from ..grammar.roles import OPENCHATML as OPENCHATML_GRAMMAR
 from ..grammar.roles import RoleGrammar
+from ..grammar.text import check_text
 from ..messages import Conversation, Message
 from ..pieces import CTL, TXT, MessagePlan, Piece
 
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 
 #: the controls after which the stream decoder stops, and the ``Stop.reason`` for each
 STOP_REASONS: dict[str, str] = {"<|return|>": "return", "<|call|>": "call"}
-
 
 
 class Format:
