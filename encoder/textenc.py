@@ -20,6 +20,8 @@ import numpy as np
 from vocab import Tokenizer
 from vocab.errors import InputError
 
+from .grammar.text import encoding_error, surrogate_at
+
 #: characters from which a piece is encoded to a numpy buffer instead of a list
 LONG_TEXT = 256
 #: total characters of long pieces from which threads pay for their hand-off
@@ -60,6 +62,13 @@ def _get_pool(workers: int) -> ThreadPoolExecutor:
     return pool
 
 
+def _encoding_error(text: str) -> InputError:
+    """The backstop of the input policy (``encoder.grammar.text``): inputs are checked where
+    they are read, naming message and field; text that got past that is refused here too."""
+    at = surrogate_at(text)
+    return encoding_error(text, max(at, 0), index=None, field="text")
+
+
 class TextEncoder:
     """Encodes the text items of render jobs in place."""
 
@@ -84,9 +93,11 @@ class TextEncoder:
                 if len(it) < LONG_TEXT:
                     try:
                         items[k] = raw(it)
-                    except UnicodeEncodeError:  # lone surrogates: the checked path repairs them
-                        items[k] = self.short(it)
+                    except UnicodeEncodeError:  # lone surrogates: never repaired silently
+                        raise _encoding_error(it) from None
                 else:
+                    if not it.isascii() and surrogate_at(it) >= 0:
+                        raise _encoding_error(it)
                     long_at.append(k)
                     long_chars += len(it)
         if not long_at:

@@ -5,8 +5,15 @@ when writing), then optional ``model`` / ``generation_settings``; it is file
 metadata and never tokenized.  It ends at the first line that starts with ``<|``
 (or at a ``---`` / ``...`` line).  Frames are written one per line; whitespace
 between frames is layout.  Every control is spelled as text, so content is escaped
-(``<<|start|>``), whatever the tokenizer registers.  Harmony transcripts have no
-YAML header.
+(``<<|start|>``, ``encoder.grammar.escape``), whatever the tokenizer registers.  Harmony
+transcripts have no YAML header.
+
+Limitation: text that ends in ``<`` right before a control (``a<`` + ``<|end|>``) has no
+escape in a transcript (it would read as the escaped text ``a<|end|>``).  OpenChatML 2.2
+writes that ``<`` run in a literal block; Harmony, OpenChatML 2.0, ChatML and Apertus raise
+``E-UNREPRESENTABLE`` naming the field (``render`` with registered controls writes it
+fine).  Lone surrogates are refused with ``E-INPUT-ENCODING`` by ``to_text`` (at the
+message and field) and ``parse_text`` (field ``text``).
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import yaml
 from vocab.errors import as_strings
 
 from .errors import InputError, ParseError
+from .grammar.text import check_text
 from .messages import Conversation, CotPolicy, Mode, Options
 from .parse import TextSplitter
 
@@ -113,6 +121,7 @@ def _split_header(text: str) -> tuple[dict[str, Any], str]:
 def parse_text(enc: Encoder, text: str, *, strict: bool = False) -> Conversation:
     if not isinstance(text, str):
         raise InputError("parse_text() takes a str", field="text")
+    check_text(text, index=None, field="text")  # the input policy: lone surrogates are refused, typed
     meta, body = _split_header(text) if enc.format_name in VERSIONS else ({}, text)
     version = str(meta.get("version", "")) if meta else ""
     if version and not (version.startswith("2") or version.startswith("1")):

@@ -50,7 +50,8 @@ def long_text(rng: random.Random, n_chars: int) -> str:
     out: list[str] = []
     size = 0
     while size < n_chars:
-        w = rng.choice(WORDS + ["the", "model", "answer", "über", "\ud800"])  # a lone surrogate too
+        # (no lone surrogates: a render refuses them, E-INPUT-ENCODING; the vocab paths repair them alike)
+        w = rng.choice(WORDS + ["the", "model", "answer", "über"])
         out.append(w + rng.choice([" ", "", "\n"]))
         size += len(w) + 1
     return "".join(out)
@@ -81,7 +82,7 @@ def test_encode_text_array_equals_encode_text(base):
 def test_hf_backend_array_path():
     tok = vocab.from_hf(vocab.load("o200k_base").to_hf(), register="openchatml-2.2")
     t = long_text(random.Random(5), 3000)
-    assert tok.encode_text_array(t).tolist() == tok.encode_text(t)
+    assert tok.encode_text_array(t + "\ud800").tolist() == tok.encode_text(t + "\ud800")
     e = encoder.Encoder("openchatml-2.2", tokenizer=tok, threads=2)
     ref = encoder.Encoder("openchatml-2.2", threads=1)
     conv = [{"role": "user", "content": t}, {"role": "assistant", "channel": "final", "content": t[::-1]}]

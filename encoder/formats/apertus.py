@@ -43,7 +43,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Callable, ClassVar
 
-from ..errors import CallSchemaError, InputError, UnrepresentableError
+from ..errors import CallSchemaError, InputError
+from ..grammar.roles import APERTUS as APERTUS_ROLES
+from ..grammar.text import check_text
 from ..messages import Conversation, Message
 from ..pieces import CTL, MessagePlan, Piece
 from .apertus_blocks import TOOL_CALLS, Turn, TurnBuilder, read_messages, turn_pieces
@@ -60,8 +62,7 @@ STOP_REASONS = {"<|assistant_end|>": "end", "</s>": "eos", "<|tools_suffix|>": "
 class Apertus(Format):
     name: ClassVar[str] = "apertus"
     channels: ClassVar[tuple[str, ...] | None] = None
-    roles: ClassVar[tuple[str, ...]] = ("system", "developer", "user", "assistant", "tool")
-    tool_namespace_roles: ClassVar[bool] = False
+    roles: ClassVar[tuple[str, ...]] = APERTUS_ROLES.roles
     merge_text_runs: ClassVar[bool] = True
     transcript_joiner: ClassVar[str] = ""
 
@@ -156,20 +157,14 @@ class Apertus(Format):
         prompt: tuple[Piece, ...] = ((CTL, STARTS[m.role]),)
         tail: tuple[Piece, ...] = ((CTL, end),) if end else ()
         if isinstance(m.structured, Turn):
-            body = turn_pieces(m.structured, self.escape, self.validate_bodies)
-            self._check_escapes(body + list(tail))
-            return MessagePlan(prompt, (), tuple(body), tail)
-        return MessagePlan(prompt, (), self.body_pieces(m, m.content, end, -1), tail)
-
-    def _check_escapes(self, pieces: list[Piece]) -> None:
-        """Fallback mode: text ending in '<' right before a control spelled as text reads as its escape."""
-        if not self.text_controls:
-            return
-        for (k1, v1), (k2, v2) in zip(pieces, pieces[1:]):
-            if k1 != CTL and k2 == CTL and v2 in self.text_controls and v1.endswith("<"):
-                raise UnrepresentableError("text ends with '<' right before a control spelled as text; it would read "
-                                           "as an escape", field="content",
-                                           hint="register the apertus controls (vocab.load(..., register='apertus'))")
+            # raw text pieces, written by the one escape rule as runs (``encoder.grammar.escape``)
+            pieces = turn_pieces(m.structured, _raw, self.validate_bodies)
+            for kind, text in pieces:
+                if kind != CTL and not text.isascii():
+                    check_text(text, index=None, field="content")
+            body = self.escaper.write(pieces + list(tail))
+            return MessagePlan(prompt, (), body[:len(body) - len(tail)], tail)
+        return MessagePlan(prompt, (), self.body_pieces(m, m.content, end, None), tail)
 
     def generation_prompt(self) -> tuple[Piece, ...]:
         return ((CTL, "<|assistant_start|>"),)
@@ -196,6 +191,10 @@ class Apertus(Format):
 
     def stop_reasons(self, role: str | None) -> Mapping[str, str]:
         return STOP_REASONS
+
+
+def _raw(text: str) -> str:
+    return text
 
 
 def _simple(m: Message) -> Message:

@@ -304,8 +304,22 @@ def turn_pieces(turn: Turn, escape: Any, validate: bool) -> list[Piece]:
             text = "[" + ", ".join('{"' + c.name + '": ' + c.arguments + "}" for c in b.calls) + "]"
             out += ((CTL, TOOLS), (TXT, escape(text)), (CTL, END_TOOLS))
         else:
-            out.append((OFF, escape("[" + OUTPUT_SEPARATOR.join(b.outputs) + "]")))
+            out.append((OFF, escape(outputs_text(b.outputs))))
     return out
+
+
+def outputs_text(outputs: tuple[str, ...]) -> str:
+    """``[A, B]``, refused (``E-UNREPRESENTABLE``) when a reader would not find the same outputs
+    in it: the list must close at its last ``]`` (``BracketScan``) and split back into them
+    (an output ``]`` or ``"`` unbalanced would end the list early and become response text)."""
+    text = "[" + OUTPUT_SEPARATOR.join(outputs) + "]"
+    if any(ch in o for o in outputs for ch in '[]{}"'):
+        if BracketScan().feed(text) != len(text) or split_outputs(text) != tuple(outputs):
+            raise UnrepresentableError("a tool output's brackets or quotes would end the output list early: it "
+                                       "would not read back as the same outputs", field="content",
+                                       hint="Apertus writes outputs as [A, B]: give each output as JSON (or text "
+                                            "with balanced brackets and quotes)")
+    return text
 
 
 def check_call(c: Call) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..events import new_delta
 from ..frames import FrameMachine
-from ..headers import Header
+from ..grammar.headers import Header
 from ..messages import Message
 from .apertus_blocks import (
     END_TOOLS,

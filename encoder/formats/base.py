@@ -6,14 +6,20 @@ A format turns one message into a ``MessagePlan`` (pieces); it never encodes.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from vocab import ControlTable, Tokenizer, control_table
 
-from ..adapters import DEFAULT_STYLE, ChatStyle, suggest, to_conversation
-from ..errors import BodyConstraintError, CallSchemaError, HeaderError, UnknownNameError, UnrepresentableError
+from ..adapters import DEFAULT_STYLE, ChatStyle, to_conversation
+from ..errors import BodyConstraintError, CallSchemaError, HeaderError, UnknownNameError
+from ..grammar.escape import Escaper
+from ..grammar.headers import HEADER_FIELDS, Header, check_round_trip, parse_header
+from ..grammar.headers import check_value as check_header_value
+from ..grammar.roles import GRAMMARS as ROLE_GRAMMARS
+from ..grammar.roles import OPENCHATML as OPENCHATML_GRAMMAR
+from ..grammar.roles import RoleGrammar
+from ..grammar.text import check_text
 from ..messages import Conversation, Message
 from ..pieces import CTL, TXT, MessagePlan, Piece
 
@@ -24,10 +30,6 @@ if TYPE_CHECKING:
 #: the controls after which the stream decoder stops, and the ``Stop.reason`` for each
 STOP_REASONS: dict[str, str] = {"<|return|>": "return", "<|call|>": "call"}
 
-# A header value ends at whitespace or "<" (HIP-1 parsers cut there), so neither may occur inside.
-_BAD_HEADER = re.compile(r"[\s<>]|\|")
-HEADER_FIELDS = ("role", "channel", "recipient", "call_id", "name", "intent", "content_type", "constrain")
-
 
 class Format:
     """Base class: subclasses set ``name`` and implement ``plan``/``generation_prompt``."""
@@ -36,9 +38,8 @@ class Format:
     #: the control that ends the last assistant ``final`` of a training render, if the format has one
     return_token: ClassVar[str | None] = None
     channels: ClassVar[tuple[str, ...] | None] = ("analysis", "commentary", "final")
-    #: the roles a message may have (plus ``functions.NAME`` where ``tool_namespace_roles``)
-    roles: ClassVar[tuple[str, ...]] = ("system", "developer", "user", "assistant", "tool")
-    tool_namespace_roles: ClassVar[bool] = True
+    #: the roles a message may have (the role grammar, ``encoder.grammar.roles``, has the rest)
+    roles: ClassVar[tuple[str, ...]] = OPENCHATML_GRAMMAR.roles
     #: how OpenAI / HF chat dicts map into this format (applied by ``encoder.adapters``)
     chat_style: ClassVar[ChatStyle] = DEFAULT_STYLE
     #: encode each run of text between two registered controls in one call, as the deployed
@@ -54,13 +55,10 @@ class Format:
         self.table: ControlTable = control_table(self.name)
         self.validate_bodies = validate_bodies
         self._valid_headers: set[tuple[str | None, ...]] = set()
-        #: controls with no id in this tokenizer: spelled as text, so content must escape them
+        #: controls with no id in this tokenizer: spelled as text, so every text written must escape them
         self.text_controls: tuple[str, ...] = tuple(c for c in self.table.controls if tokenizer.control_id(c) is None)
-        self._escape_re = (
-            re.compile("(?=" + "|".join(re.escape(c) for c in self.text_controls) + ")") if self.text_controls else None
-        )
-        # the cheap "could it need escaping" test (ChatML's <s> / </s> do not start with "<|")
-        self._escape_probe = "<|" if all(c.startswith("<|") for c in self.text_controls) else "<"
+        #: the escape rule for this tokenizer (``encoder.grammar.escape``: its one home)
+        self.escaper = Escaper(self.table.controls, self.text_controls)
 
     def init_options(self) -> dict[str, Any]:
         """The keyword options this instance was built with (a text-only twin for ``to_text`` gets them)."""
@@ -110,6 +108,11 @@ class Format:
         bodies = self.validate_bodies
         for i, m in enumerate(conv.messages):
             self.validate_header(m, i)  # one key and one set lookup on the common path: headers repeat
+            if not m.content.isascii():  # the input-encoding policy (``encoder.grammar.text``)
+                check_text(m.content, index=i, field="content")
+            if m.parts is not None:
+                for k, part in enumerate(m.parts):
+                    check_text(part, index=i, field=f"content[{k}]")
             if bodies and (m.constrain is not None or m.content_type is not None):
                 self.validate_body(m, i)
             if m.call_id is None:
@@ -130,27 +133,51 @@ class Format:
         self._valid_headers.add(key)
 
     def _check_header(self, m: Message, i: int) -> None:
+        """The header grammar at render (``encoder.grammar.headers``): the role, each value a
+        single word, and the text this format writes reads back as the same fields."""
         self.check_role(m.role, i)
         for f in HEADER_FIELDS:
             val = getattr(m, f)
-            if val is None:
-                continue
-            if val == "" or _BAD_HEADER.search(val):
-                raise HeaderError(
-                    f"{f} {val!r} is empty or contains whitespace, '<', '>' or '|'",
-                    index=i, field=f,
-                    hint="header values are single words; put free text in the content",
-                )
+            if val is not None:
+                check_header_value(f, val, i)
         if self.channels is not None and m.channel is not None and m.channel not in self.channels:
             raise HeaderError(f"channel {m.channel!r} is not one of {', '.join(self.channels)}", index=i,
                               field="channel")
+        written = self.header_text(m)
+        if written is not None:
+            try:
+                got: Header | HeaderError = self.read_header(written)
+            except HeaderError as exc:
+                got = exc
+            check_round_trip(written, self.written_fields(m), got, i, "name" if m.role == "tool" else "role")
 
     def check_role(self, role: str, i: int | None) -> None:
-        """The role grammar: one of ``roles``, or ``functions.NAME`` (a legacy tool reply)."""
-        if role in self.roles or (self.tool_namespace_roles and role.startswith("functions.") and len(role) > 10):
-            return
-        raise HeaderError(f"unknown role {role!r} for {self.name}", code="E-ROLE-UNKNOWN", index=i, field="role",
-                          hint=suggest(role, self.roles) + "roles: " + ", ".join(self.roles))
+        """The role grammar (``encoder.grammar.roles``), the same table the readers use."""
+        self.role_grammar.check(role, i, self.name)
+
+    @property
+    def role_grammar(self) -> RoleGrammar:
+        return ROLE_GRAMMARS[self.name]
+
+    # -- the header as written and read back (render-time round trip) -----------------
+    def header_text(self, m: Message) -> str | None:
+        """The header text a reader sees for ``m`` (between the frame's start control and the
+        body), or None when the format writes no header text."""
+        plan = self.plan(m.with_(content="", parts=None, structured=None), self.end_token(m, False), PlanContext())
+        pieces = (*plan.prompt[1:], *plan.header)
+        if pieces and pieces[-1][0] == CTL:  # the control that opens the body (<|message|>)
+            pieces = pieces[:-1]
+        if not any(kind != CTL for kind, _ in pieces):
+            return None  # the frame's controls say it all (Apertus)
+        return "".join(v for _, v in pieces)
+
+    def read_header(self, text: str) -> Header:
+        """This format's header reader (the frame machine's): text -> fields."""
+        return parse_header(text, harmony=False)
+
+    def written_fields(self, m: Message) -> Header:
+        """The fields ``m``'s header must read back as."""
+        return Header(m.role, m.channel, m.recipient, m.call_id, m.name, m.intent, m.content_type, m.constrain)
 
     def validate_body(self, m: Message, i: int) -> None:
         ctype = m.constrain or m.content_type
@@ -164,9 +191,9 @@ class Format:
                 raise BodyConstraintError(f"body is not valid JSON ({exc})", index=i, field="content",
                                           hint="fix the JSON or drop the json content type") from None
 
-    @staticmethod
-    def is_tool_reply(m: Message) -> bool:
-        return m.role == "tool" or m.role.startswith("functions.")
+    def is_tool_reply(self, m: Message) -> bool:
+        """A tool's reply: role ``tool``, or a tool's name as the role (the role grammar)."""
+        return m.role == "tool" or (m.role not in self.roles and self.role_grammar.is_tool_word(m.role))
 
     def context(self, conv: Conversation) -> PlanContext:
         # Harmony's rule: the system text gains the "Calls to these tools..." line when any
@@ -206,29 +233,35 @@ class Format:
             return self.return_token
         return "<|end|>"
 
-    # -- text-mode escaping -----------------------------------------------------
+    # -- text-mode escaping (the rule: ``encoder.grammar.escape``) ------------------
     def escape(self, text: str) -> str:
         """Double the ``<`` of every control spelled as text (OpenChatML 2.2 §3)."""
-        if self._escape_re is None or self._escape_probe not in text:
-            return text
-        return self._escape_re.sub("<", text)
+        return self.escaper.escape(text)
 
-    def body_pieces(self, m: Message, text: str, end: str, index: int) -> tuple[Piece, ...]:
-        """One text piece, escaped where controls are text; a trailing ``<`` must not read as an escape."""
-        if not self.text_controls:
-            return ((TXT, text),)
-        body = self.escape(text)
-        if body.endswith("<") and end in self.text_controls:
-            stripped = body.rstrip("<")
-            run = body[len(stripped):]
-            if "<|literal|>" in self.table.controls and "<|endliteral|>" not in text:
-                return ((TXT, stripped), (CTL, "<|literal|>"), (TXT, run), (CTL, "<|endliteral|>"))
-            raise UnrepresentableError(
-                "content ends with '<' right before a control spelled as text; it would read as an escape",
-                index=index, field="content",
-                hint="register the control tokens on the tokenizer (vocab.load(..., register=...)) or use openchatml-2.2",
-            )
-        return ((TXT, body),)
+    def body_pieces(self, m: Message, text: str | Sequence[str], end: str, index: int | None,
+                    field: str = "content") -> tuple[Piece, ...]:
+        """Text (one piece, or several that read as one run: Harmony content items) written
+        before the terminator ``end`` by the escape rule."""
+        if isinstance(text, str):
+            return self.escaper.text_before(text, end, field=field, index=index)
+        pieces: tuple[Piece, ...] = tuple((TXT, t) for t in text)
+        if not self.escaper:
+            return pieces
+        out = self.escaper.write(pieces + (((CTL, end),) if end else ()), field=field, index=index)
+        return out[:-1] if end else out
+
+    def section_pieces(self, s: Any, text: str, end: str) -> tuple[Piece, ...]:
+        """A system / developer section's text (``harmony_sections``: instructions, tool names,
+        descriptions, TypeScript schemas, identity, dates) written by the same rule as content;
+        an error names the section field the text ends with."""
+        from ..grammar.text import check_value, encoding_error, surrogate_at
+        from .harmony_sections import tail_field
+
+        at = surrogate_at(text)
+        if at >= 0:  # the input policy (``encoder.grammar.text``), naming the section field
+            check_value(s, index=None, field="")
+            raise encoding_error(text, at, index=None, field="content")
+        return self.escaper.text_before(text, end, field=tail_field(s) if self.escaper else "content")
 
 
 class PlanContext:

@@ -49,6 +49,8 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from ..errors import InputError, UnknownNameError
+from ..grammar.headers import Header
+from ..grammar.roles import CHATML as CHATML_ROLES
 from ..messages import Conversation, Message
 from ..pieces import CTL, TXT, MessagePlan, Piece
 from .base import Format, PlanContext
@@ -77,8 +79,7 @@ class Layout(str, Enum):
 class ChatML(Format):
     name: ClassVar[str] = "chatml"
     channels: ClassVar[tuple[str, ...] | None] = None
-    roles: ClassVar[tuple[str, ...]] = ("system", "tool", "user", "assistant")
-    tool_namespace_roles: ClassVar[bool] = False
+    roles: ClassVar[tuple[str, ...]] = CHATML_ROLES.roles
     merge_text_runs: ClassVar[bool] = True
     after_message: ClassVar[tuple[Piece, ...]] = ((TXT, "\n"),)
     transcript_joiner: ClassVar[str] = ""
@@ -160,6 +161,11 @@ class ChatML(Format):
             return (), ()
         head: tuple[Piece, ...] = ((CTL, "<s>"),) + (((TXT, "\n"),) if self._tail else ())
         return head, ((CTL, "</s>"),)
+
+    def read_header(self, text: str) -> Header:
+        from .chatml_frames import parse_chatml_header
+
+        return parse_chatml_header(text.split("\n", 1)[0], self.roles)
 
     def check_role(self, role: str, i: int | None) -> None:
         if role == FIM_ROLE and i is None:  # decoder(role="fim"): a middle after <|fim_middle|>

@@ -35,7 +35,8 @@ import numpy as np
 
 from vocab.errors import as_enum, expect
 
-from ..errors import InputError, InputTypeError, ParseError, UnknownNameError, UnrepresentableError
+from ..errors import InputError, InputTypeError, ParseError, UnknownNameError
+from ..grammar.text import check_text
 from ..pieces import CTL, TXT, Piece
 
 if TYPE_CHECKING:
@@ -127,54 +128,60 @@ def fim_pieces(fmt: ChatML, *, prefix: Any, suffix: Any, middle: Any = None, ord
     docs = _files(files)
     n = len(docs)
     out: list[tuple[Piece, bool, int]] = []
+    fields: dict[int, str] = {}  # position in ``out`` of a text -> its argument (for errors)
 
     def ctl(name: str, train: bool = False, owner: int = n) -> None:
         out.append(((CTL, name), train, owner))
 
-    def txt(text: str, train: bool = False, owner: int = n) -> None:
+    def txt(text: str, train: bool = False, owner: int = n, field: str = "") -> None:
         if text:
-            out.append(((TXT, fmt.escape(text)), train, owner))
+            if not text.isascii():
+                check_text(text, index=None, field=field)
+            fields[len(out)] = field
+            out.append(((TXT, text), train, owner))  # raw: written by ``_write`` (the escape rule)
 
     if fmt.bos_eos:
         ctl("<s>", owner=_SYNTHESIZED)
     for k, f in enumerate(docs):
         ctl(SEP, owner=k)
-        txt((f.path or "") + "\n" + f.content + "\n", owner=k)
+        txt((f.path or "") + "\n" + f.content + "\n", owner=k, field=f"files[{k}]")
     if docs or path is not None:
         ctl(SEP)
-        txt((path or "") + "\n")
+        txt((path or "") + "\n", field="path")
     done = middle is not None
     if order is FimOrder.PSM:
-        ctl(PRE), txt(prefix), ctl(SUF), txt(suffix), ctl(MID)
+        ctl(PRE), txt(prefix, field="prefix"), ctl(SUF), txt(suffix, field="suffix"), ctl(MID)
     elif order is FimOrder.SPM:
-        ctl(PRE), ctl(SUF), txt(suffix), ctl(MID), txt(prefix)
+        ctl(PRE), ctl(SUF), txt(suffix, field="suffix"), ctl(MID), txt(prefix, field="prefix")
     elif order is FimOrder.SP:
-        ctl(SUF), txt(suffix), ctl(PRE), txt(prefix)
+        ctl(SUF), txt(suffix, field="suffix"), ctl(PRE), txt(prefix, field="prefix")
     else:
-        ctl(PRE), txt(prefix), ctl(MID)
+        ctl(PRE), txt(prefix, field="prefix"), ctl(MID)
         if done:
-            txt(middle, True)  # type: ignore[arg-type]
+            txt(middle, True, field="middle")  # type: ignore[arg-type]
         ctl(SUF, done)
-        txt(suffix)
-        _check_escapes(fmt, out)
-        return out
+        txt(suffix, field="suffix")
+        return _write(fmt, out, fields)
     if done:
-        txt(middle, True)  # type: ignore[arg-type]
+        txt(middle, True, field="middle")  # type: ignore[arg-type]
         if end is not None:
             ctl(end, True)
-    _check_escapes(fmt, out)
+    return _write(fmt, out, fields)
+
+
+def _write(fmt: ChatML, entries: list[tuple[Piece, bool, int]],
+           fields: dict[int, str]) -> list[tuple[Piece, bool, int]]:
+    """Each raw text written by the escape rule (``encoder.grammar.escape``) before what follows
+    it; every text is between two controls, so each is a run of its own."""
+    if not fmt.escaper:
+        return entries
+    out = []
+    for k, ((kind, val), train, owner) in enumerate(entries):
+        if kind == TXT:
+            nxt = entries[k + 1][0] if k + 1 < len(entries) else None
+            (_, val), = fmt.escaper.text_before(val, nxt[1] if nxt and nxt[0] == CTL else None, field=fields[k])
+        out.append(((kind, val), train, owner))
     return out
-
-
-def _check_escapes(fmt: ChatML, entries: list[tuple[Piece, bool, int]]) -> None:
-    """Fallback mode: text ending in '<' right before a control spelled as text would read as its escape."""
-    if not fmt.text_controls:
-        return
-    for (a, _, _), (b, _, _) in zip(entries, entries[1:]):
-        if a[0] == TXT and b[0] == CTL and b[1] in fmt.text_controls and a[1].endswith("<"):
-            raise UnrepresentableError("text ends with '<' right before a control spelled as text; it would read "
-                                       "as an escape", field="prefix",
-                                       hint="register the chatml controls on the tokenizer (vocab.load(..., register='chatml'))")
 
 
 class _Atoms:

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import HeaderError
 from ..frames import FrameMachine
-from ..headers import Header
+from ..grammar.headers import Header
 from .chatml import FIM_ROLE
 
 START = "<|im_start|>"

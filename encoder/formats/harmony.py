@@ -26,8 +26,9 @@ from typing import ClassVar
 
 from ..adapters import ChatStyle
 from ..errors import CallSchemaError, InputError
+from ..grammar.headers import Header, parse_header
 from ..messages import Conversation, Message, Options
-from ..pieces import CTL, TXT, MessagePlan, Piece
+from ..pieces import CTL, TXT, MessagePlan, Piece  # noqa: F401
 from ..sections import SECTIONS, content_key
 from .base import Format, PlanContext
 from .harmony_sections import (
@@ -81,6 +82,20 @@ class HarmonyFormat(Format):
     def is_final(self, m: Message) -> bool:
         return m.channel == "final"  # Harmony: the channel word itself, no 1.x default
 
+    def read_header(self, text: str) -> Header:
+        return parse_header(text, harmony=True)
+
+    def written_fields(self, m: Message) -> Header:
+        """Harmony writes a tool message's name as the role word (it reads back as role
+        ``tool``; so does a legacy ``functions.NAME`` role) and no ``to=all``."""
+        role, name = m.role, m.name
+        if role == "tool":
+            role, name = "tool", m.name
+        elif role not in self.roles:
+            role, name = "tool", role if name is None else name
+        recipient = None if m.recipient == "all" else m.recipient
+        return Header(role, m.channel, recipient, m.call_id, name, m.intent, m.content_type, m.constrain)
+
 
     def plan(self, m: Message, end: str, ctx: PlanContext) -> MessagePlan:
         role = m.role
@@ -105,13 +120,13 @@ class HarmonyFormat(Format):
         header.append((CTL, "<|message|>"))
         s = m.structured
         if isinstance(s, SystemContent):
-            body: tuple[Piece, ...] = ((TXT, system_text(s, ctx.has_function_tools)),)
+            body: tuple[Piece, ...] = self.section_pieces(s, system_text(s, ctx.has_function_tools), end)
         elif isinstance(s, DeveloperContent):
-            body = ((TXT, developer_text(s)),)
-        elif m.parts is not None:
-            body = tuple((TXT, self.escape(p)) for p in m.parts)
+            body = self.section_pieces(s, developer_text(s), end)
+        elif m.parts is not None:  # content items: one piece each (openai-harmony), one run for a reader
+            body = self.body_pieces(m, m.parts, end, None)
         else:
-            body = self.body_pieces(m, m.content, end, -1)
+            body = self.body_pieces(m, m.content, end, None)
         return MessagePlan(((CTL, "<|start|>"), (TXT, role)), tuple(header), body, ((CTL, end),))
 
 

@@ -55,6 +55,7 @@ __all__ = [
     "parse_reasoning_effort",
     "system_text",
     "developer_text",
+    "tail_field",
     "tools_section",
     "namespace_block",
     "builtin_namespace",
@@ -577,6 +578,20 @@ def developer_text(dc: DeveloperContent) -> str:
     if dc.tools:
         sections.append(tools_section(dc.tools))
     return "\n\n".join(sections)
+
+
+def tail_field(content: SystemContent | DeveloperContent) -> str:
+    """The field whose text ends the section body (``system_text`` / ``developer_text``): the
+    one to name when that end cannot be written (``E-UNREPRESENTABLE``, fallback mode)."""
+    if isinstance(content, DeveloperContent):
+        return "tools" if content.tools else "instructions"
+    cc = content.channel_config
+    if cc is not None and cc.valid_channels:
+        return "channel_config"
+    for name in ("tools", "reasoning_effort", "conversation_start_date", "knowledge_cutoff"):
+        if getattr(content, name):
+            return name
+    return "model_identity"
 
 
 # ---------------------------------------------------------------------------

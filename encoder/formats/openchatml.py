@@ -86,9 +86,9 @@ class OpenChatML22(Format):
         header.append((CTL, "<|message|>"))
         s = m.structured
         if isinstance(s, SystemContent):
-            body: tuple[Piece, ...] = ((TXT, self.escape(system_text(s, ctx.has_function_tools))),)
+            body: tuple[Piece, ...] = self.section_pieces(s, system_text(s, ctx.has_function_tools), end)
         elif isinstance(s, DeveloperContent):
-            body = ((TXT, self.escape(developer_text(s))),)
+            body = self.section_pieces(s, developer_text(s), end)
         elif self._markers_re is not None and m.channel == "analysis" and "<|start_" in m.content:
             chunks = self._markers_re.split(m.content)
             pieces: list[Piece] = []
@@ -96,10 +96,10 @@ class OpenChatML22(Format):
                 if k % 2:
                     pieces.append((CTL, chunk))
                 elif chunk:
-                    pieces.extend(self.body_pieces(m, chunk, end if k == len(chunks) - 1 else "", -1))
+                    pieces.extend(self.body_pieces(m, chunk, end if k == len(chunks) - 1 else "", None))
             body = tuple(pieces)
         else:
-            body = self.body_pieces(m, m.content, end, -1)
+            body = self.body_pieces(m, m.content, end, None)
         return MessagePlan(((CTL, "<|start|>"), (TXT, m.role)), tuple(header), body, ((CTL, end),))
 
 
