@@ -137,6 +137,11 @@ class FrameMachine:
             self._report("E-PARSE-STRAY-TEXT", f"text outside a message: {text.strip()[:40]!r}",
                          self._skip_pos, text)
 
+    @property
+    def has_pending_text(self) -> bool:
+        """Text outside every message is waiting to be reported (at the next control or ``finish``)."""
+        return bool(self._skipped)
+
     # -- input -------------------------------------------------------------
     def text(self, s: str, position: int) -> None:
         if not s:

@@ -34,11 +34,13 @@ from .errors import InputError, InputTypeError
 from .events import Error
 from .frames import FrameMachine, prefill_role
 from .messages import Message
+from .stream.route import LITERAL_CLOSE as ENDLITERAL
+from .stream.route import LITERAL_OPEN as LITERAL
+from .stream.route import AtomRouter
 
 if TYPE_CHECKING:
     from .encoder import Encoder
 
-LITERAL, ENDLITERAL = "<|literal|>", "<|endliteral|>"
 _I64_MIN, _I64_MAX = -(2 ** 63), 2 ** 63 - 1
 _ENDLITERAL_B = ENDLITERAL.encode()
 _INVALID = "<invalid>"
@@ -153,28 +155,42 @@ class TextSplitter:
 
     def feed(self, data: bytes, fm: FrameMachine, position: int, literal: bool,
              locate: Callable[[int], int] | None = None) -> bool:
-        """Split ``data`` and hand the pieces to ``fm``; returns the literal state after it.
+        """Split ``data`` and hand the pieces to ``fm``; returns the literal state after it
+        (``route`` with a router of its own)."""
+        router = AtomRouter(fm, fm.text)
+        router.literal = literal
+        self.route(data, router, position, locate)
+        return router.literal
+
+    def route(self, data: bytes, router: AtomRouter, position: int,
+              locate: Callable[[int], int] | None = None) -> None:
+        """Split ``data`` and hand the pieces to ``router`` (its ``literal`` state is the splitter's).
 
         ``position``: the token index of ``data``'s first byte; ``locate``: byte offset in
-        ``data`` -> token index (None: every piece is at ``position``).  Text is at the token
-        of its first byte, a control at the token of its last (as the stream decoder says)."""
-        if not literal and (self.normal is None or b"<" not in data):
+        ``data`` -> token index (None: every piece is at ``position``).  Consecutive text
+        pieces (text and escapes) are one run, decoded together and given at the token of
+        its first byte; a control is at the token of its last byte (as the stream decoder
+        says: its scanner emits the same runs)."""
+        fm = router.fm
+        if not router.literal and (self.normal is None or b"<" not in data):
             if data:
                 fm.text(data.decode("utf-8", "replace"), position)
-            return False
-        lit = literal
-        pieces, literal = self.pieces(data, literal)
+            return
+        pieces, _ = self.pieces(data, router.literal)
+        run: list[bytes] = []
+        run_pos = position
         for name, chunk, off in pieces:
             if name is None:
-                fm.text(chunk.decode("utf-8", "replace"), locate(off) if locate is not None and off else position)
-            elif name == LITERAL:  # literal markers only switch the splitter's mode...
-                lit = True
-            elif name == ENDLITERAL and lit:
-                lit = False
-            else:  # ...except an <|endliteral|> with no block to close: stray, as in id mode
-                # a control is where it is complete (its last byte), as in the stream decoder
-                fm.control(name, locate(off + len(name) - 1) if locate is not None else position)
-        return literal
+                if not run:
+                    run_pos = locate(off) if locate is not None and off else position
+                run.append(chunk)
+                continue
+            if run:
+                fm.text(b"".join(run).decode("utf-8", "replace"), run_pos)
+                run.clear()
+            router.control(name, locate(off + len(name) - 1) if locate is not None else position)
+        if run:
+            fm.text(b"".join(run).decode("utf-8", "replace"), run_pos)
 
 
 class IdParser:
@@ -272,10 +288,10 @@ class IdParser:
             data = self.flat[idx].tobytes()
         else:
             data = b""
-        feed_text = self.splitter.feed
+        route_text = self.splitter.route
         names = self.names
         known = self.known
-        literal = False
+        router = AtomRouter(fm, fm.text)
         prev = 0
         bprev = 0
 
@@ -288,28 +304,20 @@ class IdParser:
             bprev = len(rp)
         for c, k, b in zip(cuts.tolist(), self.kind[arr[cuts]].tolist(), ends[cuts].tolist()):
             if b > bprev:
-                literal = feed_text(data[bprev:b], fm, prev, literal, loc)
+                route_text(data[bprev:b], router, prev, loc)
             prev = c + 1
             bprev = b + len(rp) if rp and data.startswith(rp, b) else b
-            name = names[k]
-            if literal:
-                if name == ENDLITERAL:
-                    literal = False
-                elif k == 1:
-                    fm.error("E-VOCAB-ID", f"id {int(orig[c])} is not in the vocabulary", c)
-                else:
-                    fm.text(name, c)  # literal blocks are opaque: a control id inside is its text
-                continue
-            if name == LITERAL:
-                literal = True
-            elif k == 1:
-                fm.error("E-VOCAB-ID", f"id {int(orig[c])} is not in the vocabulary", c)
-            elif name in known:
-                fm.control(name, c)
+            # one meaning per atom, shared with the stream decoder (``encoder.stream.route``)
+            if k == 1:
+                router.invalid(int(orig[c]), c)
             else:
-                fm.special(name, c)
+                name = names[k]
+                if name in known:
+                    router.control(name, c)
+                else:
+                    router.special(name, c)
         if total > bprev:
-            feed_text(data[bprev:] if bprev else data, fm, prev, literal, loc)
+            route_text(data[bprev:] if bprev else data, router, prev, loc)
         fm.finish(n)
 
 

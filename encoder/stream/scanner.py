@@ -140,7 +140,7 @@ from __future__ import annotations
 import codecs
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -184,6 +184,10 @@ class Control:
     token_index: int
     via_id: bool
     in_literal: bool = False
+    #: a control spelled as text: the bytes of its last token after it (they are scanned
+    #: on as usual; a decoder that stops at this control reads them as ``Encoder.parse``
+    #: reads the ids up to this token)
+    rest: bytes = field(default=b"", compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -882,17 +886,17 @@ class Scanner:
         if held:
             self._scan(self.tables.run_prefix[:held], self._pend_tok0, atoms)
 
-    def _control(self, name: str, i: int, via_id: bool, atoms: list[Atom]) -> None:
+    def _control(self, name: str, i: int, via_id: bool, atoms: list[Atom], rest: bytes = b"") -> None:
         t = self.tables
         if self._literal:
             if name == t.literal_close:
-                atoms.append(Control(name, i, via_id, False))
+                atoms.append(Control(name, i, via_id, False, rest))
                 if t.auto_literal:
                     self._set_mode(False)
             else:
                 atoms.append(Control(name, i, via_id, True))
         else:
-            atoms.append(Control(name, i, via_id, False))
+            atoms.append(Control(name, i, via_id, False, rest))
             if t.auto_literal and name == t.literal_open:
                 self._set_mode(True)
 
@@ -924,7 +928,7 @@ class Scanner:
                 self._pend = b""
                 self._emit(atoms, True)
                 if kind == _P_CONTROL:
-                    self._control(value, i, False, atoms)  # type: ignore[arg-type]
+                    self._control(value, i, False, atoms, b[j - base:])  # type: ignore[arg-type]
                     mt = self._mt
                     delta = mt.delta
                     out = mt.out
