@@ -463,7 +463,7 @@ class StreamDecoder:
                     # The control itself was processed: after <|end|> nothing is open, and
                     # a <|start|> stop id opened an empty header - not a truncation.  Only
                     # a control that leaves content open (a CoT marker) truncates it.
-                    if fm.state == "content":
+                    if fm.in_message:
                         self._end_stream(i)
                     self._stop("stop_id", name, i, end)
                     return
