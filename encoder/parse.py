@@ -36,6 +36,7 @@ from .frames import FrameMachine, prefill_role
 from .messages import Message
 from .stream.route import LITERAL_CLOSE as ENDLITERAL
 from .stream.route import LITERAL_OPEN as LITERAL
+from .stream.lexicon import lexicon
 from .stream.route import AtomRouter
 
 if TYPE_CHECKING:
@@ -203,18 +204,21 @@ class IdParser:
         nv = tok.n_vocab
         self.nv = nv
         table = enc.format.table
-        self.known = set(table.controls) | set(table.markers)
+        lx = lexicon(enc)  # what is a control, a special, a text control: shared with the stream
         self.markers = frozenset(table.markers)
         # SentencePiece tokenizers that prefix every text run (``▁`` after each control): the
         # prefix is the tokenizer's, not content (``Tokenizer.run_prefix``), so each run drops it.
-        self.run_prefix: bytes = tok.run_prefix
+        self.run_prefix: bytes = lx.run_prefix
         # kind: 0 ordinary, 1 invalid (a hole, or the sentinel ``nv`` any out-of-range id
-        # is clipped to), 2.. the special tokens (names[kind])
+        # is clipped to), 2.. the special tokens (names[kind]; is_control[kind]: a control of
+        # the format, else a special that is not part of it)
         self.names: list[str] = ["", _INVALID]
+        self.is_control: list[bool] = [False, False]
         kind = np.zeros(nv + 1, dtype=np.int16)
-        for s, i in tok.specials.items():
-            if 0 <= i < nv:
+        for table_ids, ctl in ((lx.control_ids, True), (lx.special_ids, False)):
+            for i, s in table_ids.items():
                 self.names.append(s)
+                self.is_control.append(ctl)
                 kind[i] = len(self.names) - 1
         tb = tok.token_bytes_table
         m = min(len(tb), nv)
@@ -239,7 +243,7 @@ class IdParser:
         nz = np.flatnonzero(kind)
         lo = int(nz[0])
         self.lo: int | None = lo if bool(np.all(kind[lo:] != 0)) else None
-        self.splitter = TextSplitter(enc.format.text_controls)
+        self.splitter = TextSplitter(lx.text_controls)
 
     def _clipped(self, ids: Any) -> tuple[np.ndarray, Any]:
         """-> (ids with anything outside the vocabulary set to ``nv``, ids indexable for messages)."""
@@ -290,7 +294,7 @@ class IdParser:
             data = b""
         route_text = self.splitter.route
         names = self.names
-        known = self.known
+        is_control = self.is_control
         router = AtomRouter(fm, fm.text)
         prev = 0
         bprev = 0
@@ -310,12 +314,10 @@ class IdParser:
             # one meaning per atom, shared with the stream decoder (``encoder.stream.route``)
             if k == 1:
                 router.invalid(int(orig[c]), c)
+            elif is_control[k]:
+                router.control(names[k], c)
             else:
-                name = names[k]
-                if name in known:
-                    router.control(name, c)
-                else:
-                    router.special(name, c)
+                router.special(names[k], c)
         if total > bprev:
             route_text(data[bprev:] if bprev else data, router, prev, loc)
         fm.finish(n)

@@ -118,7 +118,8 @@ from ..errors import InputError, InputTypeError, ParseError
 from ..events import Delta, Error, Event, Stop
 from ..frames import prefill_role
 from ..messages import Message
-from .route import LITERAL_CLOSE, LITERAL_OPEN, AtomRouter
+from .lexicon import lexicon
+from .route import AtomRouter
 from .scanner import Control, InvalidId, Scanner, ScannerTables, Special, StopString, Text
 
 if TYPE_CHECKING:
@@ -128,7 +129,6 @@ if TYPE_CHECKING:
 __all__ = ["StreamDecoder", "tables_for"]
 
 STOPPING = {"<|return|>": "return", "<|call|>": "call"}
-_LITERAL = (LITERAL_OPEN, LITERAL_CLOSE)
 
 def ends_inside(stop: str, control: str) -> bool:
     """Can ``stop`` end strictly inside ``control``'s spelling (after its first character,
@@ -169,26 +169,14 @@ def tables_for(enc: Encoder, stop_strings: Sequence[str] = ()) -> ScannerTables:
     t = cache.get(key)
     if t is None:
         check_stop_strings(enc, stop_strings)  # once per (encoder, stop strings), like the tables
-        tok = enc.tokenizer
-        table = enc.format.table
-        text_controls = tuple(enc.format.text_controls)
-        known = set(table.controls) | set(table.markers)
-        n = tok.n_vocab
-        control_ids: dict[int, str] = {}
-        specials: set[int] = set()
-        for name, i in tok.specials.items():
-            if not 0 <= i < n:
-                continue
-            if name in known and name not in text_controls:
-                control_ids[i] = name
-            else:
-                specials.add(i)
+        lx = lexicon(enc)  # what is a control, a special, a text control: shared with Encoder.parse
         # Another profile of this encoder already decoded every token: share the strings.
         shared = next(iter(cache.values()), None)
-        t = ScannerTables(tok.token_bytes_table, n, control_ids=control_ids, other_special_ids=specials,
-                          text_controls=text_controls, escapable=bool(text_controls), stop_strings=key,
-                          literal_controls=_LITERAL, token_text=None if shared is None else shared.token_text,
-                          run_prefix=tok.run_prefix)  # dropped where Encoder.parse drops it
+        t = ScannerTables(enc.tokenizer.token_bytes_table, lx.n_vocab, control_ids=lx.control_ids,
+                          other_special_ids=lx.special_ids, text_controls=lx.text_controls,
+                          escapable=bool(lx.text_controls), stop_strings=key, literal_controls=lx.literal,
+                          token_text=None if shared is None else shared.token_text,
+                          run_prefix=lx.run_prefix)  # dropped where Encoder.parse drops it
         cache[key] = t
     return t
 
