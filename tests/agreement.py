@@ -38,19 +38,55 @@ FORMATS: dict[str, tuple[str | None, str]] = {
     "openchatml-2.0": (None, "o200k_base"),
     "harmony": (None, "o200k_base"),
     "chatml": (None, "cl100k_base"),
+    "chatml-literal": (None, "cl100k_base"),  # ChatML's v0.1-literal layout (format option)
     "apertus": (None, "o200k_base"),
 }
+#: format key -> (format name, format options)
+_FORMAT_OF = {"chatml-literal": ("chatml", {"layout": "v0.1-literal"})}
+#: prefilled roles read, per format key, besides None and "assistant"
+PREFILLS = {"chatml": ("fim",), "chatml-literal": ("fim", "user"), "apertus": ("user",), "openchatml-2.2": ("user",)}
 MODES = ("registered", "fallback")
+#: HF tokenizers (a small SentencePiece-style BPE trained here, legacy ``▁`` prefix: every text
+#: run starts with a run prefix that is not content), controls registered or spelled as text
+HF_MODES = ("hf-registered", "hf-fallback")
 #: every (format, mode) pair, as pytest ids
-KEYS = [(f, m) for f in FORMATS for m in MODES]
+KEYS = [(f, m) for f in FORMATS for m in MODES] + [("openchatml-2.2", m) for m in HF_MODES]
+
+
+@lru_cache(maxsize=None)
+def _sentencepiece_model() -> Any:
+    """A small BPE with Llama 2's legacy normalizer (``▁`` prepended, spaces as ``▁``) and byte fallback."""
+    import json
+
+    import tokenizers
+    from tokenizers import decoders, models, normalizers, trainers
+
+    tok = tokenizers.Tokenizer(models.BPE(unk_token="<unk>"))
+    alphabet = list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789<>|=_.,:;!?'\"{}[]() \n")
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<unk>", "<s>", "</s>"], initial_alphabet=alphabet)
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")])
+    tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                     decoders.Strip(" ", 1, 0)])
+    corpus = ["hello world <|start|>user<|message|>hi<|end|>", "assistant final analysis commentary to=functions.f",
+              "The quick brown fox jumps over the lazy dog.", "<|channel|>final<|message|>answer<|return|>"] * 20
+    tok.train_from_iterator(corpus, trainer)
+    spec = json.loads(tok.to_str())
+    for b in range(256):
+        spec["model"]["vocab"].setdefault(f"<0x{b:02X}>", len(spec["model"]["vocab"]))
+    spec["model"]["byte_fallback"] = True
+    return tokenizers.Tokenizer.from_str(json.dumps(spec))
 
 
 @lru_cache(maxsize=None)
 def encoder_for(fmt: str, mode: str) -> encoder.Encoder:
     reg, fb = FORMATS[fmt]
+    name, opts = _FORMAT_OF.get(fmt, (fmt, {}))
     if mode == "registered":
-        return encoder.Encoder(fmt) if reg is None else encoder.Encoder(fmt, tokenizer=reg)
-    return encoder.Encoder(fmt, tokenizer=vocab.load(fb))
+        return encoder.Encoder(name, **opts) if reg is None else encoder.Encoder(name, tokenizer=reg, **opts)
+    if mode in HF_MODES:
+        tok = vocab.from_hf(_sentencepiece_model(), register=name if mode == "hf-registered" else None)
+        return encoder.Encoder(name, tokenizer=tok, **opts)
+    return encoder.Encoder(name, tokenizer=vocab.load(fb), **opts)
 
 
 # -- conversations --------------------------------------------------------------------------
@@ -214,7 +250,7 @@ def cases(fmt: str, mode: str, seed: int, n: int) -> Iterator[Case]:
     while made < n:
         kind = ("render", "mutated", "soup")[made % 3]
         if kind == "soup":
-            ids, role = soup(rng, mat), rng.choice([None, None, "assistant"])
+            ids, role = soup(rng, mat), rng.choice((None, None, "assistant") + PREFILLS.get(fmt, ()))
         else:
             r = _render(enc, rng)
             if r is None:
