@@ -41,7 +41,11 @@ Semantics
   the sampler stop tokens: after them the decoder emits ``Stop(reason="return"|"call")``
   and stops.  If such a token does not terminate a message (e.g. ``<|return|>`` after
   ``<|end|>``, vLLM ``ignore_eos``) the frame error is reported first and the stream
-  still stops.  ``stop_ids`` (extra ids: e.g. ``<|endoftext|>`` or ``<|end|>``) stop
+  still stops; whatever it left open (a header, a skipped body, another frame's message)
+  ends there as at the end of the stream.  A stop control spelled as text may end inside
+  a token (``>\n//``): the rest of that token is read after it.  So the events are those
+  of ``Encoder.parse`` of the ids up to the stop token (``tests/test_stream_parse_agreement.py``).
+  ``stop_ids`` (extra ids: e.g. ``<|endoftext|>`` or ``<|end|>``) stop
   with ``reason="stop_id"`` after the token has been processed.  A stop id is the end of
   the stream, so a message still open is truncated as by ``finish()``
   (``E-STREAM-TRUNCATED``, ``MessageEnd(reason="truncated")``, then the ``Stop``) -
