@@ -96,3 +96,12 @@ def test_rest_of_a_stop_token_is_read_not_dropped():
         [(e.code, e.position, e.text) for e in res.errors]
     assert [(e.code, e.text) for e in res.errors] == [("E-PARSE-STRAY-TEXT", tail)]
     assert "".join(e.text for e in ev if type(e) is Delta and e.visible) == "Hi"
+
+
+@pytest.mark.parametrize("fmt", ["openchatml-2.2", "openchatml-2.0", "harmony", "chatml", "apertus"])
+def test_stream_stops_are_the_data_stops(fmt):
+    """The controls the stream stops at for an assistant turn are the data's
+    (``stops.assistant`` in ``vocab/data/tokens/<format>.json``), which ``enc.stop_ids()`` /
+    ``stop_strings()`` give the sampler: decoder and sampler stop at the same tokens."""
+    enc = A.encoder_for(fmt, "registered")
+    assert set(enc.decoder(role="assistant").stop_controls) == set(A.vocab.control_table(fmt).stops["assistant"])
