@@ -45,6 +45,9 @@ if TYPE_CHECKING:
 
 TERMINATORS = {"<|end|>": "end", "<|call|>": "call", "<|return|>": "return"}
 HEADER_INNER = ("<|channel|>", "<|constrain|>")
+#: the channels of OpenChatML / Harmony; a message on another channel ended by <|return|> is the answer
+KNOWN_CHANNELS = frozenset(("analysis", "commentary", "final"))
+_RECOVERED = "E-PARSE-FINAL-RECOVERED"
 MAX_HEADER_CHARS = 4096  # longer "headers" are not headers: a model that never emits <|message|>
 _CHANNEL = "<|channel|>"
 _CHANNEL_WORD = re.compile(r"[^\s<]*")  # openai-harmony: the channel runs up to whitespace or '<'
@@ -137,6 +140,16 @@ class FrameMachine:
             self._report("E-PARSE-STRAY-TEXT", f"text outside a message: {text.strip()[:40]!r}",
                          self._skip_pos, text)
 
+    @property
+    def in_message(self) -> bool:
+        """A message is open (its content is being read: state ``content``, or ``held``)."""
+        return self.state == "content" or self.state == "held"
+
+    @property
+    def has_pending_text(self) -> bool:
+        """Text outside every message is waiting to be reported (at the next control or ``finish``)."""
+        return bool(self._skipped)
+
     # -- input -------------------------------------------------------------
     def text(self, s: str, position: int) -> None:
         if not s:
@@ -146,6 +159,8 @@ class FrameMachine:
             self._content.append(s)
             if self._emit is not None:
                 self._emit(new_delta(s, self.channel, self.visible))
+        elif st == "held":  # an unknown channel: streamed whole at the terminator (see ``close``)
+            self._content.append(s)
         elif st == "header":
             self._header.append(s)
             self._header_len += len(s)
@@ -182,9 +197,11 @@ class FrameMachine:
             if self.state == "skip" and name != start and name not in ends:
                 self._skip(name, position)  # a control inside a skipped body: its text, with the body
                 return
+            if ends.get(name) == "return" and self._recover_final(position):
+                return
             self._flush_skipped()
         st = self.state
-        if st == "content":
+        if st == "content" or st == "held":
             reason = ends.get(name)
             if reason is not None:
                 self.close(reason, position)
@@ -230,7 +247,7 @@ class FrameMachine:
     def finish(self, position: int) -> None:
         if self._skipped:
             self._flush_skipped()
-        if self.state == "content":
+        if self.in_message:
             self.error("E-STREAM-TRUNCATED", "the stream ended inside a message", position)
             self.close("truncated", position)
         elif self.state == "header" and (self._header or self._prefill is None):
@@ -247,7 +264,7 @@ class FrameMachine:
         Stray text fed before is reported (strict: raised) as ``finish`` does."""
         if self._skipped:
             self._flush_skipped()
-        if self.state == "content":
+        if self.in_message:
             self.close("truncated", position)
         elif self.state == "header" and (self._header or self._prefill is None):
             text = self._header_text()
@@ -289,7 +306,11 @@ class FrameMachine:
         self._content = []
         self.channel = h.channel
         self.visible = visible(h.channel, h.intent, h.role)
-        self.state = "content"
+        # A channel none of the known ones (gpt-oss "??", "commentary?"): whether it is the
+        # answer is known only at its terminator (<|return|>: yes), so its text is held and
+        # streamed as one Delta then (``close``), never shown before.
+        unknown = h.channel is not None and h.channel not in KNOWN_CHANNELS
+        self.state = "held" if unknown else "content"
         if self._emit is not None:
             self._emit(MessageStart(h.role, h.channel, h.recipient, h.call_id, h.name, h.intent, h.content_type,
                                     h.constrain, position))
@@ -336,10 +357,34 @@ class FrameMachine:
             self.text(rest, position)
         self.close(self.terminators[name], position)
 
+    def _recover_final(self, position: int) -> bool:
+        """``<|return|>`` after a skipped body or stray text: that text is the final answer
+        (see the module docstring).  False (nothing done) for whitespace-only stray text."""
+        text = "".join(self._skipped)
+        skipped_body = self.state == "skip"
+        if not skipped_body and text.isspace():
+            return False
+        self._skipped.clear()
+        where = "whose header could not be read" if skipped_body else "without a header (text between messages)"
+        self._report(_RECOVERED, f"<|return|> ended a message {where}: read as the final answer", self._skip_pos, None)
+        self._start(Header(role="assistant", channel="final"), position)
+        self.text(text if skipped_body else text.strip(), position)
+        self.close("return", position)
+        return True
+
     def close(self, reason: str, position: int) -> None:
         """End the open message (``reason``: end | return | call | truncated)."""
         h = self._h
         assert h is not None
+        if self.state == "held":
+            if reason == "return" and h.role == "assistant":
+                # the channel word is left out of the message: the error keeps it
+                self._report(_RECOVERED, f"<|return|> ended a message on channel {h.channel!r}: read as the "
+                             "final answer", position, h.channel)
+                h = Header(role=h.role, channel="final", recipient=h.recipient, call_id=h.call_id, name=h.name,
+                           intent=h.intent, content_type=h.content_type, constrain=h.constrain)
+            if self._emit is not None and self._content:  # the held text, as one Delta
+                self._emit(new_delta("".join(self._content), h.channel, visible(h.channel, h.intent, h.role)))
         msg = Message(role=h.role, content="".join(self._content), channel=h.channel, recipient=h.recipient,
                       call_id=h.call_id, name=h.name, intent=h.intent, content_type=h.content_type,
                       constrain=h.constrain)

@@ -34,11 +34,14 @@ from .errors import InputError, InputTypeError
 from .events import Error
 from .frames import FrameMachine, prefill_role
 from .messages import Message
+from .stream.route import LITERAL_CLOSE as ENDLITERAL
+from .stream.route import LITERAL_OPEN as LITERAL
+from .stream.lexicon import lexicon
+from .stream.route import AtomRouter
 
 if TYPE_CHECKING:
     from .encoder import Encoder
 
-LITERAL, ENDLITERAL = "<|literal|>", "<|endliteral|>"
 _I64_MIN, _I64_MAX = -(2 ** 63), 2 ** 63 - 1
 _ENDLITERAL_B = ENDLITERAL.encode()
 _INVALID = "<invalid>"
@@ -153,28 +156,42 @@ class TextSplitter:
 
     def feed(self, data: bytes, fm: FrameMachine, position: int, literal: bool,
              locate: Callable[[int], int] | None = None) -> bool:
-        """Split ``data`` and hand the pieces to ``fm``; returns the literal state after it.
+        """Split ``data`` and hand the pieces to ``fm``; returns the literal state after it
+        (``route`` with a router of its own)."""
+        router = AtomRouter(fm, fm.text)
+        router.literal = literal
+        self.route(data, router, position, locate)
+        return router.literal
+
+    def route(self, data: bytes, router: AtomRouter, position: int,
+              locate: Callable[[int], int] | None = None) -> None:
+        """Split ``data`` and hand the pieces to ``router`` (its ``literal`` state is the splitter's).
 
         ``position``: the token index of ``data``'s first byte; ``locate``: byte offset in
-        ``data`` -> token index (None: every piece is at ``position``).  Text is at the token
-        of its first byte, a control at the token of its last (as the stream decoder says)."""
-        if not literal and (self.normal is None or b"<" not in data):
+        ``data`` -> token index (None: every piece is at ``position``).  Consecutive text
+        pieces (text and escapes) are one run, decoded together and given at the token of
+        its first byte; a control is at the token of its last byte (as the stream decoder
+        says: its scanner emits the same runs)."""
+        fm = router.fm
+        if not router.literal and (self.normal is None or b"<" not in data):
             if data:
                 fm.text(data.decode("utf-8", "replace"), position)
-            return False
-        lit = literal
-        pieces, literal = self.pieces(data, literal)
+            return
+        pieces, _ = self.pieces(data, router.literal)
+        run: list[bytes] = []
+        run_pos = position
         for name, chunk, off in pieces:
             if name is None:
-                fm.text(chunk.decode("utf-8", "replace"), locate(off) if locate is not None and off else position)
-            elif name == LITERAL:  # literal markers only switch the splitter's mode...
-                lit = True
-            elif name == ENDLITERAL and lit:
-                lit = False
-            else:  # ...except an <|endliteral|> with no block to close: stray, as in id mode
-                # a control is where it is complete (its last byte), as in the stream decoder
-                fm.control(name, locate(off + len(name) - 1) if locate is not None else position)
-        return literal
+                if not run:
+                    run_pos = locate(off) if locate is not None and off else position
+                run.append(chunk)
+                continue
+            if run:
+                fm.text(b"".join(run).decode("utf-8", "replace"), run_pos)
+                run.clear()
+            router.control(name, locate(off + len(name) - 1) if locate is not None else position)
+        if run:
+            fm.text(b"".join(run).decode("utf-8", "replace"), run_pos)
 
 
 class IdParser:
@@ -187,18 +204,21 @@ class IdParser:
         nv = tok.n_vocab
         self.nv = nv
         table = enc.format.table
-        self.known = set(table.controls) | set(table.markers)
+        lx = lexicon(enc)  # what is a control, a special, a text control: shared with the stream
         self.markers = frozenset(table.markers)
         # SentencePiece tokenizers that prefix every text run (``▁`` after each control): the
         # prefix is the tokenizer's, not content (``Tokenizer.run_prefix``), so each run drops it.
-        self.run_prefix: bytes = tok.run_prefix
+        self.run_prefix: bytes = lx.run_prefix
         # kind: 0 ordinary, 1 invalid (a hole, or the sentinel ``nv`` any out-of-range id
-        # is clipped to), 2.. the special tokens (names[kind])
+        # is clipped to), 2.. the special tokens (names[kind]; is_control[kind]: a control of
+        # the format, else a special that is not part of it)
         self.names: list[str] = ["", _INVALID]
+        self.is_control: list[bool] = [False, False]
         kind = np.zeros(nv + 1, dtype=np.int16)
-        for s, i in tok.specials.items():
-            if 0 <= i < nv:
+        for table_ids, ctl in ((lx.control_ids, True), (lx.special_ids, False)):
+            for i, s in table_ids.items():
                 self.names.append(s)
+                self.is_control.append(ctl)
                 kind[i] = len(self.names) - 1
         tb = tok.token_bytes_table
         m = min(len(tb), nv)
@@ -223,7 +243,7 @@ class IdParser:
         nz = np.flatnonzero(kind)
         lo = int(nz[0])
         self.lo: int | None = lo if bool(np.all(kind[lo:] != 0)) else None
-        self.splitter = TextSplitter(enc.format.text_controls)
+        self.splitter = TextSplitter(lx.text_controls)
 
     def _clipped(self, ids: Any) -> tuple[np.ndarray, Any]:
         """-> (ids with anything outside the vocabulary set to ``nv``, ids indexable for messages)."""
@@ -272,10 +292,10 @@ class IdParser:
             data = self.flat[idx].tobytes()
         else:
             data = b""
-        feed_text = self.splitter.feed
+        route_text = self.splitter.route
         names = self.names
-        known = self.known
-        literal = False
+        is_control = self.is_control
+        router = AtomRouter(fm, fm.text)
         prev = 0
         bprev = 0
 
@@ -288,28 +308,18 @@ class IdParser:
             bprev = len(rp)
         for c, k, b in zip(cuts.tolist(), self.kind[arr[cuts]].tolist(), ends[cuts].tolist()):
             if b > bprev:
-                literal = feed_text(data[bprev:b], fm, prev, literal, loc)
+                route_text(data[bprev:b], router, prev, loc)
             prev = c + 1
             bprev = b + len(rp) if rp and data.startswith(rp, b) else b
-            name = names[k]
-            if literal:
-                if name == ENDLITERAL:
-                    literal = False
-                elif k == 1:
-                    fm.error("E-VOCAB-ID", f"id {int(orig[c])} is not in the vocabulary", c)
-                else:
-                    fm.text(name, c)  # literal blocks are opaque: a control id inside is its text
-                continue
-            if name == LITERAL:
-                literal = True
-            elif k == 1:
-                fm.error("E-VOCAB-ID", f"id {int(orig[c])} is not in the vocabulary", c)
-            elif name in known:
-                fm.control(name, c)
+            # one meaning per atom, shared with the stream decoder (``encoder.stream.route``)
+            if k == 1:
+                router.invalid(int(orig[c]), c)
+            elif is_control[k]:
+                router.control(names[k], c)
             else:
-                fm.special(name, c)
+                router.special(names[k], c)
         if total > bprev:
-            feed_text(data[bprev:] if bprev else data, fm, prev, literal, loc)
+            route_text(data[bprev:] if bprev else data, router, prev, loc)
         fm.finish(n)
 
 

@@ -424,6 +424,7 @@ def test_case_49_only_final_is_visible(encs, mode):
 S, T, F, B, P = "test_scanner.py", "test_stream.py", "test_stream_fastpath.py", "test_stream_batch.py", \
     "test_parse_speed.py"
 A = "test_adversarial.py"
+G, M = "test_stream_parse_agreement.py", "test_malformed_output.py"
 
 #: Decoding note §5 case -> tests covering it (file::test).  Every case 1-49 is listed.
 COVERAGE: dict[int, list[str]] = {
@@ -445,7 +446,8 @@ COVERAGE: dict[int, list[str]] = {
     10: [f"{S}::test_b10_ascii_spelling_of_registered_control_is_text",
          f"{T}::test_ordinary_spelling_of_registered_control_is_text"],
     11: [f"{S}::test_b11_mixed_registration"],
-    12: [f"{S}::test_b12_specials_are_events", f"{T}::test_invalid_and_special_ids"],
+    12: [f"{S}::test_b12_specials_are_events", f"{T}::test_invalid_and_special_ids",
+         f"{G}::test_special_id_in_a_literal_block_is_an_error_in_both"],
     13: [f"{S}::test_b13_invalid_ids_never_stall", f"{S}::test_b13_invalid_id_inside_a_character",
          f"{T}::test_invalid_and_special_ids", f"{F}::test_lean_path_input_types_and_bad_ids",
          f"{F}::test_far_negative_ids_are_invalid_never_wrapped_onto_real_tokens",
@@ -464,7 +466,7 @@ COVERAGE: dict[int, list[str]] = {
     # D. terminators and stops
     22: [f"{A}::test_case_22_terminators", f"{T}::test_trailing_ids_after_stop"],
     23: [f"{A}::test_case_23_end_then_eos_is_no_final", f"{F}::test_status"],
-    24: [f"{T}::test_return_after_end", f"{F}::test_status"],
+    24: [f"{T}::test_return_after_end", f"{F}::test_status", f"{M}::test_malformed_shape_keeps_the_answer"],
     25: [f"{S}::test_d25_atoms_after_a_stop_carry_their_token_index", f"{T}::test_trailing_ids_after_stop"],
     26: [f"{S}::test_d26_two_stops_in_one_chunk"],
     27: [f"{S}::test_d27_stop_inside_one_token_and_across_tokens", f"{T}::test_stop_strings_final_only"],
@@ -483,12 +485,14 @@ COVERAGE: dict[int, list[str]] = {
     35: [f"{S}::test_e35_unclosed_literal_swallows_end"],
     36: [f"{S}::test_e36_nested_literal_is_text", f"{T}::test_fallback_escapes_and_literals"],
     37: [f"{S}::test_e37_escaped_endliteral_inside_literal"],
-    38: [f"{S}::test_e38_registered_ids_inside_literal_are_flagged", f"{T}::test_literal_block_with_control_ids"],
+    38: [f"{S}::test_e38_registered_ids_inside_literal_are_flagged", f"{T}::test_literal_block_with_control_ids",
+         f"{G}::test_special_id_in_a_literal_block_is_an_error_in_both"],
     # F. headers
     39: [f"{A}::test_case_39_split_headers_and_recipient_positions"],
-    40: [f"{A}::test_case_40_malformed_channels"],
-    41: [f"{T}::test_missing_message_token"],
-    42: [f"{T}::test_free_text_after_end", f"{T}::test_resync_after_garbage"],
+    40: [f"{A}::test_case_40_malformed_channels", f"{M}::test_malformed_shape_keeps_the_answer"],
+    41: [f"{T}::test_missing_message_token", f"{M}::test_malformed_shape_keeps_the_answer"],
+    42: [f"{T}::test_free_text_after_end", f"{T}::test_resync_after_garbage",
+         f"{M}::test_malformed_shape_keeps_the_answer"],
     43: [f"{T}::test_unknown_role"],
     44: [f"{T}::test_unbounded_header"],
     45: [f"{A}::test_case_45_no_channel_is_final"],

@@ -49,35 +49,54 @@ class RefParser:
         self.endlit = b"<|endliteral|>" if "<|endliteral|>" in ctls else None
 
     def _text(self, data: bytes, fm: FrameMachine, start: int, ends: list[int], literal: bool) -> bool:
-        """``ends``: the run's cumulative token byte ends; text is at the token of its first
-        byte, a control at the token of its last (where the stream decoder recognises it)."""
+        """``ends``: the run's cumulative token byte ends; a run of text (text and escapes up to
+        the next control) is decoded as one and given at the token of its first byte, a control
+        at the token of its last (where the stream decoder recognises it)."""
 
         def at(offset: int) -> int:
             return start + bisect.bisect_right(ends, offset)
+
+        run: list[bytes] = []
+        run_at = [0]
+
+        def add(b: bytes, offset: int) -> None:
+            if b:
+                if not run:
+                    run_at[0] = at(offset)
+                run.append(b)
+
+        def flush() -> None:
+            if run:
+                fm.text(b"".join(run).decode("utf-8", "replace"), run_at[0])
+                run.clear()
 
         i = 0
         while i < len(data):
             if literal:
                 k = data.find(self.endlit, i) if self.endlit else -1
                 if k < 0:
-                    fm.text(data[i:].decode("utf-8", "replace"), at(i))
-                    return True
-                fm.text(data[i:k].decode("utf-8", "replace"), at(i))
+                    add(data[i:], i)
+                    break
+                add(data[i:k], i)
+                flush()
                 literal, i = False, k + len(self.endlit)
                 continue
             m = self.pat.search(data, i) if self.pat else None
             if m is None:
-                fm.text(data[i:].decode("utf-8", "replace"), at(i))
+                add(data[i:], i)
                 break
-            fm.text(data[i:m.start()].decode("utf-8", "replace"), at(i))
+            add(data[i:m.start()], i)
             name = m.group(2).decode()
             if m.group(1):
-                fm.text(name, at(m.start()))
+                add(name.encode(), m.start())
             elif name == "<|literal|>":
+                flush()
                 literal = True
             else:  # a control, or an <|endliteral|> with no block to close (stray): at its last byte
+                flush()
                 fm.control(name, at(m.end() - 1))
             i = m.end()
+        flush()
         return literal
 
     def parse(self, ids, role=None, strict=False):
@@ -104,8 +123,10 @@ class RefParser:
             elif literal:
                 if name == "<|endliteral|>":
                     literal = False
-                else:
+                elif name in self.known:  # a control id of the format inside a literal block: its text
                     fm.text(name, k)
+                else:  # an id that is not part of the format is never text (encoder.stream.route)
+                    fm.special(name, k)
             elif name == "<|literal|>":
                 literal = True
             elif name in self.known:

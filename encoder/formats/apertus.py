@@ -186,8 +186,9 @@ class Apertus(Format):
                       markers: frozenset[str] = frozenset()) -> Any:
         from .apertus_frames import ApertusMachine
 
-        # only the stream decoder passes ``emit``; it stops at <|tools_suffix|> (a stop token)
-        return ApertusMachine(strict=strict, role=role, emit=emit, stop_at_call=emit is not None)
+        # parse and the stream decoder read alike: the decoder stops at <|tools_suffix|> (a stop
+        # token) and ends the stream there, where the machine closes the turn with reason "call"
+        return ApertusMachine(strict=strict, role=role, emit=emit)
 
     def stop_reasons(self, role: str | None) -> Mapping[str, str]:
         return STOP_REASONS

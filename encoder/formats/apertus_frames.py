@@ -12,7 +12,7 @@ Stream events: ``Delta.channel`` is ``final`` for response text (visible), ``ana
 thoughts, ``commentary`` for the call list, ``tool`` for outputs (hidden).  The call list
 and the outputs are not streamed token by token: they arrive whole, at the control (or
 bracket) that ends them.  The stream decoder stops at ``<|tools_suffix|>`` (a stop token):
-there the turn so far ends with reason ``call``.
+ids that end right after it end the turn so far with reason ``call`` (in ``parse`` too).
 """
 
 from __future__ import annotations
@@ -51,10 +51,8 @@ CHANNELS = {THOUGHTS: ("analysis", False), RESPONSE: ("final", True), TOOL_CALLS
 
 
 class ApertusMachine(FrameMachine):
-    def __init__(self, *, strict: bool, role: str | None, emit: Callable[[Any], None] | None,
-                 stop_at_call: bool) -> None:
+    def __init__(self, *, strict: bool, role: str | None, emit: Callable[[Any], None] | None) -> None:
         super().__init__(harmony=False, strict=strict, role=None, emit=emit)
-        self.stop_at_call = stop_at_call
         self._turn = False
         if role == "assistant":  # prefilled "<|assistant_start|>"
             self._open_turn(0)
@@ -148,6 +146,18 @@ class ApertusMachine(FrameMachine):
             super().close(reason, position)
 
     def finish(self, position: int) -> None:
+        if self._turn and self._mode in ("after_call", "outputs"):
+            # The ids end after <|tools_suffix|>: the generated turn ended at its call (the
+            # stream decoder stops there), so the turn so far ends with reason "call".  Tool
+            # outputs cut short (the tail of the stop token, "|>[") are not the model's: they
+            # are reported with their text, not made a block.
+            if self._mode == "outputs":
+                text = "".join(self._outputs)
+                self._outputs = []
+                self._mode = "after_call"
+                self.error("E-PARSE-TOOL-OUTPUT", "the ids end inside tool outputs", position, text or None)
+            self._close_turn("call", position)
+            return
         if self._turn and self.state != "content":  # inside a call list or outputs
             self.error("E-STREAM-TRUNCATED", "the stream ended inside a tool call or its outputs", position)
             self._close_turn("truncated", position)
@@ -224,8 +234,6 @@ class ApertusMachine(FrameMachine):
             self._blocks.append(Block(TOOL_CALLS, calls=calls, inner=self._inner))
             self._mode = "after_call"
             self.state = "outputs"
-            if self.stop_at_call:  # the stream stops here: the turn so far is the message
-                self._close_turn("call", position)
             return
         if self._mode == "calls" and name not in (TURN_END, "</s>"):
             self.error("E-PARSE-STRAY-CONTROL", f"{name} inside a tool call list", position)

@@ -41,7 +41,11 @@ Semantics
   the sampler stop tokens: after them the decoder emits ``Stop(reason="return"|"call")``
   and stops.  If such a token does not terminate a message (e.g. ``<|return|>`` after
   ``<|end|>``, vLLM ``ignore_eos``) the frame error is reported first and the stream
-  still stops.  ``stop_ids`` (extra ids: e.g. ``<|endoftext|>`` or ``<|end|>``) stop
+  still stops; whatever it left open (a header, a skipped body, another frame's message)
+  ends there as at the end of the stream.  A stop control spelled as text may end inside
+  a token (``>\n//``): the rest of that token is read after it.  So the events are those
+  of ``Encoder.parse`` of the ids up to the stop token (``tests/test_stream_parse_agreement.py``).
+  ``stop_ids`` (extra ids: e.g. ``<|endoftext|>`` or ``<|end|>``) stop
   with ``reason="stop_id"`` after the token has been processed.  A stop id is the end of
   the stream, so a message still open is truncated as by ``finish()``
   (``E-STREAM-TRUNCATED``, ``MessageEnd(reason="truncated")``, then the ``Stop``) -
@@ -118,6 +122,8 @@ from ..errors import InputError, InputTypeError, ParseError
 from ..events import Delta, Error, Event, Stop
 from ..frames import prefill_role
 from ..messages import Message
+from .lexicon import lexicon
+from .route import AtomRouter
 from .scanner import Control, InvalidId, Scanner, ScannerTables, Special, StopString, Text
 
 if TYPE_CHECKING:
@@ -127,7 +133,6 @@ if TYPE_CHECKING:
 __all__ = ["StreamDecoder", "tables_for"]
 
 STOPPING = {"<|return|>": "return", "<|call|>": "call"}
-_LITERAL = ("<|literal|>", "<|endliteral|>")
 
 def ends_inside(stop: str, control: str) -> bool:
     """Can ``stop`` end strictly inside ``control``'s spelling (after its first character,
@@ -168,26 +173,14 @@ def tables_for(enc: Encoder, stop_strings: Sequence[str] = ()) -> ScannerTables:
     t = cache.get(key)
     if t is None:
         check_stop_strings(enc, stop_strings)  # once per (encoder, stop strings), like the tables
-        tok = enc.tokenizer
-        table = enc.format.table
-        text_controls = tuple(enc.format.text_controls)
-        known = set(table.controls) | set(table.markers)
-        n = tok.n_vocab
-        control_ids: dict[int, str] = {}
-        specials: set[int] = set()
-        for name, i in tok.specials.items():
-            if not 0 <= i < n:
-                continue
-            if name in known and name not in text_controls:
-                control_ids[i] = name
-            else:
-                specials.add(i)
+        lx = lexicon(enc)  # what is a control, a special, a text control: shared with Encoder.parse
         # Another profile of this encoder already decoded every token: share the strings.
         shared = next(iter(cache.values()), None)
-        t = ScannerTables(tok.token_bytes_table, n, control_ids=control_ids, other_special_ids=specials,
-                          text_controls=text_controls, escapable=bool(text_controls), stop_strings=key,
-                          literal_controls=_LITERAL, token_text=None if shared is None else shared.token_text,
-                          run_prefix=tok.run_prefix)  # dropped where Encoder.parse drops it
+        t = ScannerTables(enc.tokenizer.token_bytes_table, lx.n_vocab, control_ids=lx.control_ids,
+                          other_special_ids=lx.special_ids, text_controls=lx.text_controls,
+                          escapable=bool(lx.text_controls), stop_strings=key, literal_controls=lx.literal,
+                          token_text=None if shared is None else shared.token_text,
+                          run_prefix=lx.run_prefix)  # dropped where Encoder.parse drops it
         cache[key] = t
     return t
 
@@ -247,7 +240,7 @@ class StreamDecoder:
         self._ft: list[str | None] | None = None
         self._buf: list[str] = []      # text outside content, up to the next boundary
         self._buf_pos = 0
-        self._in_literal = False       # inside <|literal|> ... <|endliteral|> (as the atoms go by)
+        self._router = AtomRouter(self.fm, self._literal_text)  # the atoms' meaning, shared with parse
 
     @property
     def done(self) -> bool:
@@ -451,29 +444,21 @@ class StreamDecoder:
             i = a.token_index
             if type(a) is Control:
                 name = a.name
-                if a.in_literal:
-                    self._text(name, i)  # literal blocks are opaque: a control id inside is its text
-                    self._flush()
-                elif name == _LITERAL[0]:
-                    self._in_literal = True  # the scanner switches its own mode; no frame event
-                elif name == _LITERAL[1] and self._in_literal:
-                    self._in_literal = False
-                elif name == _LITERAL[1]:  # no block to close: stray, as Encoder.parse says
-                    fm.control(name, i)
-                else:
-                    fm.control(name, i)
-                    reason = self._stopping.get(name)
-                    if reason is not None:
-                        self._stop(reason, name, i, end)
-                        return
-                    if a.via_id and self.stop_ids and self.enc.tokenizer.specials.get(name) in self.stop_ids:
-                        # The control itself was processed: after <|end|> nothing is open, and
-                        # a <|start|> stop id opened an empty header - not a truncation.  Only
-                        # a control that leaves content open (a CoT marker) truncates it.
-                        if fm.state == "content":
-                            self._end_stream(i)
-                        self._stop("stop_id", name, i, end)
-                        return
+                # literal blocks, stray <|endliteral|>: the rule parse shares (encoder.stream.route)
+                if not self._router.control(name, i):
+                    continue
+                reason = self._stopping.get(name)
+                if reason is not None:
+                    self._stop_at(reason, a, end)
+                    return
+                if a.via_id and self.stop_ids and self.enc.tokenizer.specials.get(name) in self.stop_ids:
+                    # The control itself was processed: after <|end|> nothing is open, and
+                    # a <|start|> stop id opened an empty header - not a truncation.  Only
+                    # a control that leaves content open (a CoT marker) truncates it.
+                    if fm.in_message:
+                        self._end_stream(i)
+                    self._stop("stop_id", name, i, end)
+                    return
             elif type(a) is Special:
                 name = self._names.get(a.token_id, f"<special {a.token_id}>")
                 if a.token_id in self.stop_ids:
@@ -482,9 +467,30 @@ class StreamDecoder:
                     self._end_stream(i)
                     self._stop("stop_id", name, i, end)
                     return
-                fm.special(name, i)
+                self._router.special(name, i)
             elif type(a) is InvalidId:
-                fm.error("E-VOCAB-ID", f"id {a.token_id} is not in the vocabulary", i)
+                self._router.invalid(a.token_id, i)
+
+    def _stop_at(self, reason: str, a: Control, end: int | None) -> None:
+        """A stop control (``<|return|>``, ``<|call|>``...) was processed: the stream ends here.
+
+        Read as ``Encoder.parse`` reads the ids up to and including the stop token: the rest
+        of that token's bytes (a control spelled as text can end inside a token: ``>\n//``)
+        is read after it, and whatever the control left open (it did not end a message: a
+        header, a skipped body, a message of another frame) ends as the stream's end - so no
+        generated text is dropped without a trace."""
+        i = a.token_index
+        fm = self.fm
+        if a.rest:
+            fm.text(a.rest.decode("utf-8", "replace"), i)
+        if fm.state != "expect_start" or fm.has_pending_text:
+            self._end_stream(i + 1)
+        self._stop(reason, a.name, i, end)
+
+    def _literal_text(self, s: str, pos: int) -> None:
+        """A control id inside a literal block: its name is text, a run of its own."""
+        self._flush()
+        self.fm.text(s, pos)
 
     def _stoppable(self) -> bool:
         """Do stop strings apply to the open message's channel (no channel counts as final)?"""
