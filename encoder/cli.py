@@ -165,7 +165,9 @@ def _cmd_pack(args: argparse.Namespace) -> int:
         seq_len=args.seq_len, mask=args.mask, cot=args.cot, workers=args.workers,
         messages_field=args.messages_field, tools_field=args.tools_field, overlong=args.overlong,
         strict=args.strict, shard_size=args.shard_size, pack=not args.no_pack, outputs=outputs,
-        window=args.window, pad_id=args.pad_id, overwrite=args.overwrite, progress=args.progress)
+        window=args.window, pad_id=args.pad_id, overwrite=args.overwrite, progress=args.progress,
+        shape=args.shape, fields=tuple(args.field), completion_only_loss=args.completion_only_loss,
+        string_prompt=args.string_prompt, pair_columns=args.pair_columns)
     try:
         result = run(opts)
     except StrictStop as exc:
@@ -256,10 +258,11 @@ def _add_pack(sub: Any) -> None:
                         "read when there is no such column)")
     p.add_argument("--tools-field", default="tools", metavar="NAME",
                    help="column / key holding the tool definitions (default %(default)s; JSON strings accepted)")
-    p.add_argument("--overlong", default="split", choices=["split", "truncate", "drop"],
+    p.add_argument("--overlong", default=None, choices=["split", "truncate", "drop"],
                    help="documents longer than --seq-len: split into --seq-len pieces (each its own segment), "
                         "truncate at the end of an assistant message, or drop; all are listed in the report "
-                        "(default %(default)s)")
+                        "(default: per --shape, see encoder.inputs.shapes.OVERLONG_DEFAULT; text: split)")
+    _add_shape_args(p)
     p.add_argument("--strict", action="store_true",
                    help="stop at the first bad record (exit 1) instead of skipping and reporting it")
     p.add_argument("--shard-size", type=int, default=8192, metavar="ROWS",
@@ -281,6 +284,28 @@ def _add_pack(sub: Any) -> None:
                    help="progress bar on stderr with records/s and tokens/s (default: when stderr is a terminal)")
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
     p.set_defaults(fn=_cmd_pack)
+
+
+def _add_shape_args(p: argparse.ArgumentParser) -> None:
+    from .inputs.shapes import RECORD_SHAPES
+
+    p.add_argument("--shape", default="auto", choices=["auto", "chat", "native", *RECORD_SHAPES],
+                   help="record shape: auto (default: per record, by its keys), chat / native (conversations), "
+                        "prompt-completion, alpaca, text, or preference / kto (one unpacked row per pair / example, "
+                        "needs --no-pack)")
+    p.add_argument("--field", action="append", default=[], metavar="KEY=COLUMN",
+                   help="read a shape's KEY from COLUMN, e.g. --field output=response (keys: prompt, completion, "
+                        "chosen, rejected, label, instruction, input, output, system, text); repeatable")
+    p.add_argument("--completion-only-loss", action=argparse.BooleanOptionalAction, default=True,
+                   help="prompt/completion records: train only the completion (default), or everything (TRL's "
+                        "completion_only_loss)")
+    p.add_argument("--string-prompt", default="text", choices=["text", "chat"],
+                   help="string prompt/completion: plain text + end-of-text as TRL (default), or chat = a user "
+                        "turn and the assistant's answer in --format")
+    p.add_argument("--pair-columns", default="dpo", choices=["dpo", "orpo"],
+                   help="--shape preference columns: dpo = prompt_ids/chosen_ids/rejected_ids (TRL's "
+                        "DataCollatorForPreference), orpo = prompt_input_ids/chosen_input_ids/chosen_labels... "
+                        "(DPODataCollatorWithPadding)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -80,7 +80,7 @@ class PackOptions:
     workers: int = 0                 # 0 = all cores
     messages_field: str = "messages"
     tools_field: str = "tools"
-    overlong: str = "split"
+    overlong: str | None = None      # None = the shape's default (encoder.inputs.shapes.OVERLONG_DEFAULT)
     strict: bool = False
     shard_size: int = 8192           # rows per shard
     pack: bool = True
@@ -92,6 +92,25 @@ class PackOptions:
     chunk_records: int = 256
     epoch_tokens: int = 1 << 22
     plot: bool = True                # write lengths.png (matplotlib costs ~0.3 s a run)
+    # Record shapes (encoder.inputs): auto-detected per record, or forced
+    shape: str = "auto"
+    fields: tuple[str, ...] = ()     # "KEY=COLUMN" renames (--field)
+    completion_only_loss: bool = True
+    string_prompt: str = "text"
+    pair_columns: str = "dpo"
+
+    def shape_options(self) -> Any:
+        from ..inputs.shapes import Fields, ShapeOptions
+
+        return ShapeOptions(Fields.parse(self.fields), self.completion_only_loss, self.string_prompt,
+                            self.pair_columns)
+
+    @property
+    def overlong_mode(self) -> str:
+        """``--overlong``, else the default for ``--shape`` (one home: encoder.inputs.shapes)."""
+        from ..inputs.shapes import default_overlong
+
+        return self.overlong if self.overlong is not None else default_overlong(self.shape)
 
     def output_key(self, enc: Any) -> dict[str, Any]:
         """The options the output depends on (part of the fingerprint; workers / progress /
@@ -99,9 +118,10 @@ class PackOptions:
         return {
             "format": enc.format_name, "tokenizer": enc.tokenizer.name, "vocab": enc.tokenizer.fingerprint,
             "mask": _policy(enc.mask), "cot": enc.cot.value, "seq_len": self.seq_len, "pack": self.pack,
-            "overlong": self.overlong, "window": self.window, "pad_id": self.pad_id, "shard_size": self.shard_size,
+            "overlong": self.overlong_mode, "window": self.window, "pad_id": self.pad_id, "shard_size": self.shard_size,
             "outputs": list(self.outputs), "messages_field": self.messages_field, "tools_field": self.tools_field,
             "chunk_records": self.chunk_records, "epoch_tokens": self.epoch_tokens, "ocml": ocml_version(),
+            "shape": self.shape, "shape_options": repr(enc.shape_options),
         }
 
 
@@ -274,7 +294,7 @@ class _Run:
     def _new_packer(self) -> Any:
         from ..pack import Packer
 
-        return Packer(self.opts.seq_len, pad_id=self.opts.pad_id, encoder=self.enc, overlong=self.opts.overlong,
+        return Packer(self.opts.seq_len, pad_id=self.opts.pad_id, encoder=self.enc, overlong=self.opts.overlong_mode,
                       window=self.opts.window)
 
     # -- checkpoints ---------------------------------------------------------------------
@@ -311,6 +331,9 @@ class _Run:
             self.packer.add_ragged(r.ids, r.mask, r.offsets, index, r.message_index)
             for packed in self.packer.ready():
                 self._write_packed(packed)
+        elif r.rows is not None:  # preference / KTO rows (encoder.inputs.rows)
+            if r.rows.rows:
+                self._write(r.rows)
         elif r.documents:
             labels = np.where(r.mask, r.ids, IGNORE)
             self._write(Block(r.documents, r.ids, labels, offsets=r.offsets, mask=r.mask))
@@ -396,7 +419,8 @@ def run(opts: PackOptions, log: IO[str] | None = None) -> RunResult:
     t0 = time.perf_counter()
     _check(opts)
     sources = resolve(opts.inputs)
-    enc = Encoder(opts.format, opts.tokenizer, mask=opts.mask, cot=opts.cot)
+    enc = Encoder(opts.format, opts.tokenizer, mask=opts.mask, cot=opts.cot, shape=opts.shape,
+                  shape_options=opts.shape_options())
     inputs = input_fingerprint(sources)
     fp = fingerprint(inputs, opts.output_key(enc))
     progress = _prepare_out(opts.out, fp, opts.overwrite)
@@ -407,7 +431,7 @@ def run(opts: PackOptions, log: IO[str] | None = None) -> RunResult:
     if state.resumed_shards:
         state._say(f"ocml: resuming {opts.out} after shard {state.resumed_shards - 1} "
                    f"({state.resumed_shards} complete shard(s) kept)")
-    spec = RenderSpec(opts.messages_field, opts.tools_field, message_index=opts.overlong == "truncate")
+    spec = RenderSpec(opts.messages_field, opts.tools_field, message_index=opts.overlong_mode == "truncate")
     chunks = iter_chunks(sources, messages_field=opts.messages_field, tools_field=opts.tools_field,
                          start=state.start, chunk_records=opts.chunk_records)
     ends: dict[int, Position] = {}
@@ -455,6 +479,10 @@ def _check(opts: PackOptions) -> None:
     bad = [o for o in opts.outputs if o not in OUTPUTS]
     if bad or not opts.outputs:
         raise InputError(f"unknown output {bad}", code="E-USAGE", field="--output", hint="parquet, npy or both")
+    if opts.shape in ("preference", "kto"):
+        from ..inputs.rows import check_options
+
+        check_options(opts.shape, opts.pair_columns, opts.pack, opts.outputs, opts.completion_only_loss)
 
 
 def _bar(opts: PackOptions, sources: list[Source], log: IO[str], done: int) -> Any:
@@ -479,7 +507,7 @@ def _final_report(opts: PackOptions, enc: Any, state: _Run, sources: list[Source
         tot = state.pack_total
         with open(out / OVERLONG, encoding="utf-8") as f:
             first = [json.loads(line) for _, line in zip(range(20), f)]
-        pack = {**asdict(tot), "fill_rate": tot.fill_rate, "overlong": opts.overlong,
+        pack = {**asdict(tot), "fill_rate": tot.fill_rate, "overlong": opts.overlong_mode,
                 "pad_id": state.packer.pad_id if state.packer is not None else None,
                 "overlong_file": OVERLONG, "overlong_documents": first}
     dirs = [d + "/" for d, o in ((PARQUET_DIR, "parquet"), (NPY_DIR, "npy")) if o in opts.outputs]
@@ -503,9 +531,11 @@ def _final_report(opts: PackOptions, enc: Any, state: _Run, sources: list[Source
         "tokenizer": {"name": enc.tokenizer.name, "vocab_hash": enc.tokenizer.fingerprint,
                       "n_vocab": enc.tokenizer.n_vocab},
         "mask": _policy(enc.mask), "cot": enc.cot.value, "packed": opts.pack, "seq_len": opts.seq_len,
-        "overlong": opts.overlong if opts.pack else None, "pad_id": pack["pad_id"] if pack else None,
+        "overlong": opts.overlong_mode if opts.pack else None, "pad_id": pack["pad_id"] if pack else None,
         "columns": (["input_ids", "labels", "position_ids", "seq_lengths"] if opts.pack
+                    else _row_columns(opts) if opts.shape in ("preference", "kto")
                     else ["input_ids", "labels", "assistant_masks"]),
+        "shape": opts.shape,
         "shards": {"parquet": [f"{PARQUET_DIR}/{shard_name(k)}.parquet" for k in range(n_shards)]
                    if "parquet" in opts.outputs else [],
                    "npy": [f"{NPY_DIR}/{shard_name(k)}" for k in range(n_shards)] if "npy" in opts.outputs else []},
@@ -519,6 +549,12 @@ def _final_report(opts: PackOptions, enc: Any, state: _Run, sources: list[Source
     write_json(out / STATE_DIR / PROGRESS, {"fingerprint": state.fp, "status": "done", "shards": n_shards,
                                             "rows": rows, "checkpoint": None})
     return report
+
+
+def _row_columns(opts: PackOptions) -> list[str]:
+    from ..inputs.rows import columns
+
+    return columns(opts.shape, opts.pair_columns)
 
 
 def _reopen(path: Path, size: int) -> IO[str]:

@@ -83,6 +83,9 @@ def parquet_table(block: Block) -> Any:
     """A block as a pyarrow Table with TRL's columns (no per-row Python)."""
     import pyarrow as pa
 
+    if not isinstance(block, Block):  # preference / KTO rows (encoder.inputs.rows.PairBlock)
+        return block.table()
+
     def lists(offsets: np.ndarray, values: np.ndarray, typ: Any) -> Any:
         # int32 offsets (``list``, what ``datasets`` writes); a block is far below 2**31 values.
         return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pa.array(values, type=typ))

@@ -27,9 +27,13 @@ from typing import Any
 import numpy as np
 
 from ..errors import OcmlError
+from ..inputs.shapes import PAIR_SHAPES
 from ..packing.docs import concat_results
 from .readers import Chunk, Kind
 from .records import conversation_from_record, drop_nulls
+
+
+PAIR_SHAPE_NAMES = frozenset(s.value for s in PAIR_SHAPES)
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,7 @@ class Rendered:
     message_index: np.ndarray | None  # int32 (only when the packer truncates at message ends)
     errors: list[RecordError] = field(default_factory=list)
     records: int = 0           # records read (blank JSONL lines are not records)
+    rows: Any = None           # preference / KTO rows (encoder.inputs.rows.PairBlock), written as they are
 
     @property
     def documents(self) -> int:
@@ -122,13 +127,16 @@ def render_chunk(enc: Any, chunk: Chunk, spec: RenderSpec) -> Rendered:
     convs: list[Any] = []
     locs: list[int] = []
     decoded = decode_records(chunk, spec.tools_field)
+    if enc.shape in PAIR_SHAPE_NAMES:
+        return _render_rows(enc, chunk, decoded)
     for loc, rec in decoded:
         if isinstance(rec, OcmlError):
             errors.append(RecordError.of(chunk.source, loc, rec))
             continue
         try:
             convs.append(conversation_from_record(rec, messages_field=spec.messages_field,
-                                                  tools_field=spec.tools_field))
+                                                  tools_field=spec.tools_field, shape=enc.shape,
+                                                  shape_options=enc.shape_options))
             locs.append(loc)
         except OcmlError as exc:
             errors.append(RecordError.of(chunk.source, loc, exc))
@@ -146,6 +154,20 @@ def render_chunk(enc: Any, chunk: Chunk, spec: RenderSpec) -> Rendered:
     return Rendered(seq=chunk.seq, source=chunk.source, ids=ids, mask=mask, offsets=offsets,
                     locations=np.asarray(ok_locs, dtype=np.int64), message_index=message_index,
                     errors=errors, records=len(decoded))
+
+
+def _render_rows(enc: Any, chunk: Chunk, decoded: list[tuple[int, Any]]) -> Rendered:
+    """A chunk of preference / KTO records -> one row each (``encoder.inputs.rows``)."""
+    from ..inputs.rows import render_row_chunk
+
+    errors = [RecordError.of(chunk.source, loc, rec) for loc, rec in decoded if isinstance(rec, OcmlError)]
+    good = [(loc, rec) for loc, rec in decoded if not isinstance(rec, OcmlError)]
+    locs, block, bad, ids, mask, offsets = render_row_chunk(enc, good)
+    errors += [RecordError.of(chunk.source, loc, exc) for loc, exc in bad]
+    errors.sort(key=lambda e: e.location)
+    return Rendered(seq=chunk.seq, source=chunk.source, ids=ids, mask=mask, offsets=offsets,
+                    locations=np.asarray(locs, dtype=np.int64), message_index=None, errors=errors,
+                    records=len(decoded), rows=block)
 
 
 def _render_all(enc: Any, convs: list[Any]) -> list[Any]:
