@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InputError, OcmlError
 from ..messages import Conversation, Mode
 from ..render import RenderJob
+from ..runs import Run
 from .detect import read_record, record_shape
 from .examples import EXAMPLE_TYPES, KtoExample, PreferencePair, PromptCompletion, TextExample
 from .shapes import RecordShape, ShapeOptions
@@ -82,8 +83,17 @@ def layout_record(enc: Encoder, obj: Any, mode: Mode, cot: Any, mask: Any) -> Re
     except OcmlError as exc:
         raise relocated(exc, len(conversation_parts(ex, opts)[0]), opts) from None
     if not opts.completion_only_loss and mode is not Mode.PROMPT:
-        job.train = [True] * len(job.train)
+        train_everything(job)
     return job
+
+
+def train_everything(job: RenderJob) -> None:
+    """TRL's ``completion_only_loss=False``: every token trained (whole-run formats keep
+    per-segment flags inside their runs: those too)."""
+    job.train = [True] * len(job.train)
+    for it in job.items:
+        if isinstance(it, Run):
+            it.train = [True] * len(it.train)
 
 
 def conversation_parts(ex: Any, opts: ShapeOptions) -> tuple[list[Any], list[Any]]:
