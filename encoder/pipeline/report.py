@@ -160,7 +160,8 @@ def format_report(r: dict[str, Any]) -> str:
         lines.append(f"  overlong    split {p['split']}, truncated {p['truncated']}, dropped {p['dropped']} "
                      f"({p['dropped_tokens']:,} tokens lost)" + (f" -> {p['overlong_file']}" if n_over else ""))
     else:
-        lines.append(f"  rows        {c['documents']:,} (one per conversation, not packed)")
+        unit = {"preference": "pair", "kto": "example"}.get(r.get("shape", "auto"), "conversation")
+        lines.append(f"  rows        {c['documents']:,} (one per {unit}, not packed)")
     st = r["lengths"]
     if st.get("documents"):
         lines.append(f"  lengths     min {st['min']:,}  median {st['p50']:,}  p90 {st['p90']:,}  p99 {st['p99']:,}  "

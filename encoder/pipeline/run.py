@@ -514,6 +514,7 @@ def _final_report(opts: PackOptions, enc: Any, state: _Run, sources: list[Source
     rows = pack["rows"] if pack else c.documents
     report = {
         "out": str(out), "format": enc.format_name, "tokenizer": enc.tokenizer.name, "mask": _policy(enc.mask),
+        "shape": opts.shape,
         "cot": enc.cot.value, "inputs": [i["path"] for i in inputs], "counts": asdict(c) | {"rows": rows},
         "pack": pack, "lengths": state.hist.stats(opts.seq_len),
         "errors": {"file": ERRORS, **errors},
