@@ -455,3 +455,10 @@ def test_apertus_tokenizer_has_end_of_text():
     for fmt in FORMATS:
         assert end_of_text_id(enc_(fmt).tokenizer) is not None
     assert end_of_text_id(vocab.load("cl100k_base")) == 100257
+
+
+def test_forced_record_shape_keeps_the_message_reading():
+    """A record shape reads its messages as 'auto': the chat template it exports is the default one."""
+    forced = encoder.Encoder("openchatml-2.2", shape="alpaca")
+    assert forced.message_shape == "auto"
+    assert forced.chat_template() == encoder.Encoder("openchatml-2.2").chat_template()
