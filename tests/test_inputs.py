@@ -102,7 +102,13 @@ def test_conversational_prompt_completion(fmt, tok, prompt, completion, system):
     enc = enc_(fmt, tok)
     msgs = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
     rec = {"prompt": msgs, "completion": [{"role": "assistant", "content": completion}]}
-    r = enc.render(rec)
+    try:
+        r = enc.render(rec)
+    except encoder.OcmlError as exc:  # e.g. fallback mode: text that would read as a control
+        with pytest.raises(encoder.OcmlError) as again:
+            enc.render(msgs + rec["completion"])
+        assert again.value.code == exc.code and exc.field.endswith(again.value.field)
+        return
     p = enc.render({"prompt": msgs, "completion": rec["completion"]}, mode="prompt")
     assert np.array_equal(p.ids, enc.render(msgs, mode="prompt").ids)  # the format's prompt render
     n = _prompt_is_prefix(fmt, p.ids, r.ids)
@@ -462,3 +468,32 @@ def test_forced_record_shape_keeps_the_message_reading():
     forced = encoder.Encoder("openchatml-2.2", shape="alpaca")
     assert forced.message_shape == "auto"
     assert forced.chat_template() == encoder.Encoder("openchatml-2.2").chat_template()
+
+
+@pytest.mark.parametrize("tok", TOKENIZERS)
+@pytest.mark.parametrize("fmt", FORMATS)
+@settings(max_examples=12, deadline=None)
+@given(prompt=texts, chosen=texts, rejected=texts)
+def test_pair_rows_are_the_training_renders(fmt, tok, prompt, chosen, rejected):
+    """prompt_ids + each side == that side's training render; the prompt is shared and never
+    trained; where a whole-run format merges the seam, the cut moves back (TRL's common prefix)."""
+    enc = enc_(fmt, tok)
+    user = [{"role": "user", "content": prompt}]
+    sides = [[{"role": "assistant", "content": c}] for c in (chosen, rejected)]
+    if sides[0] == sides[1]:
+        return
+    try:
+        r = render_pair(enc, {"prompt": user, "chosen": sides[0], "rejected": sides[1]})
+    except encoder.OcmlError as exc:  # e.g. fallback mode: text that would read as a control
+        key, _, rest = exc.field.partition("[0].")
+        side = {"prompt": [], "chosen": sides[0], "rejected": sides[1]}[key]
+        with pytest.raises(encoder.OcmlError) as again:
+            enc.render(user + side)
+        assert (again.value.code, again.value.field) == (exc.code, rest)
+        return
+    p = enc.render(user, mode="prompt").ids
+    assert np.array_equal(r.prompt_ids, p[:len(r.prompt_ids)]) and len(r.prompt_ids) >= len(p) - (fmt in WHOLE_RUN)
+    for side, ids, mask in ((sides[0], r.chosen_ids, r.chosen_mask), (sides[1], r.rejected_ids, r.rejected_mask)):
+        full = enc.render(user + side)
+        assert np.array_equal(np.concatenate([r.prompt_ids, ids]), full.ids)
+        assert np.array_equal(mask, full.mask[len(r.prompt_ids):]) and not full.mask[:len(r.prompt_ids)].any()
