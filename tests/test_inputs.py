@@ -497,3 +497,30 @@ def test_pair_rows_are_the_training_renders(fmt, tok, prompt, chosen, rejected):
         full = enc.render(user + side)
         assert np.array_equal(np.concatenate([r.prompt_ids, ids]), full.ids)
         assert np.array_equal(mask, full.mask[len(r.prompt_ids):]) and not full.mask[:len(r.prompt_ids)].any()
+
+
+def test_text_in_a_mixed_run_keeps_its_split_default(tmp_path, monkeypatch):
+    """With the conversations' default at truncate, an overlong text record of an auto run is
+    still split (its shape's default), reported in overlong.jsonl; an explicit --overlong wins."""
+    from encoder.inputs import shapes
+    from encoder.pipeline.run import PackOptions, run
+
+    monkeypatch.setitem(shapes.OVERLONG_DEFAULT, shapes.RecordShape.CHAT, "truncate")
+    long_text = " ".join(f"token{i}" for i in range(200))
+    recs = [[{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}],
+            {"text": long_text}, {"text": "short text"},
+            {"prompt": [{"role": "user", "content": "Q"}], "completion": [{"role": "assistant", "content": "A"}]}]
+    src = _write(tmp_path / "mixed.jsonl", recs)
+    enc = encoder.Encoder("openchatml-2.2")
+    n_text = len(enc.render({"text": long_text}))
+    assert n_text > 64
+    res = run(PackOptions(inputs=(str(src),), out=tmp_path / "o", seq_len=64, workers=1, progress=False, plot=False))
+    pack = res.report["pack"]
+    assert pack["overlong"] == "truncate" and pack["split"] == 1 and pack["dropped_tokens"] == 0
+    assert res.report["counts"]["documents"] == 4
+    assert pack["tokens"] == sum(len(enc.render(r)) for r in recs)
+    line = json.loads((tmp_path / "o" / "overlong.jsonl").read_text().splitlines()[0])
+    assert (line["line"], line["action"], line["length"], line["pieces"]) == (2, "split", n_text, -(-n_text // 64))
+    given = run(PackOptions(inputs=(str(src),), out=tmp_path / "o2", seq_len=64, workers=1, progress=False,
+                            plot=False, overlong="truncate"))
+    assert given.report["pack"]["split"] == 0 and given.report["pack"]["dropped_tokens"] >= n_text

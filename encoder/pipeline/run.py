@@ -322,7 +322,11 @@ class _Run:
         if r.errors:
             self._bad(r.errors)
         n_tok = int(r.ids.shape[0])
-        c.documents += r.documents
+        c.documents += r.documents - sum(p.pieces - 1 for p in r.presplit)
+        for p in r.presplit:  # text documents split in the worker (encoder.inputs.split)
+            where = self.doc_where((r.source << LOC_BITS) | p.location)
+            self.overlong_file.write(json.dumps(p.overlong_record(where, self.opts.seq_len), ensure_ascii=False) + "\n")
+            self.pack_total.split += 1
         c.tokens += n_tok
         c.trained_tokens += int(np.count_nonzero(r.mask))
         self.hist.add(np.diff(r.offsets))
@@ -431,7 +435,11 @@ def run(opts: PackOptions, log: IO[str] | None = None) -> RunResult:
     if state.resumed_shards:
         state._say(f"ocml: resuming {opts.out} after shard {state.resumed_shards - 1} "
                    f"({state.resumed_shards} complete shard(s) kept)")
-    spec = RenderSpec(opts.messages_field, opts.tools_field, message_index=opts.overlong_mode == "truncate")
+    from ..inputs.split import split_text_seq_len
+
+    spec = RenderSpec(opts.messages_field, opts.tools_field, message_index=opts.overlong_mode == "truncate",
+                      split_text=split_text_seq_len(opts.shape, opts.overlong is not None, opts.overlong_mode,
+                                                    opts.pack, opts.seq_len))
     chunks = iter_chunks(sources, messages_field=opts.messages_field, tools_field=opts.tools_field,
                          start=state.start, chunk_records=opts.chunk_records)
     ends: dict[int, Position] = {}

@@ -67,6 +67,7 @@ class Rendered:
     errors: list[RecordError] = field(default_factory=list)
     records: int = 0           # records read (blank JSONL lines are not records)
     rows: Any = None           # preference / KTO rows (encoder.inputs.rows.PairBlock), written as they are
+    presplit: list[Any] = field(default_factory=list)  # text documents split here (encoder.inputs.split)
 
     @property
     def documents(self) -> int:
@@ -80,6 +81,7 @@ class RenderSpec:
     messages_field: str = "messages"
     tools_field: str = "tools"
     message_index: bool = False
+    split_text: int = 0  # > 0: split text documents longer than this here (encoder.inputs.split)
 
 
 def json_error(exc: json.JSONDecodeError) -> str:
@@ -141,6 +143,11 @@ def render_chunk(enc: Any, chunk: Chunk, spec: RenderSpec) -> Rendered:
         except OcmlError as exc:
             errors.append(RecordError.of(chunk.source, loc, exc))
     results = _render_all(enc, convs)
+    presplit: list[Any] = []
+    if spec.split_text:
+        from ..inputs.split import split_text
+
+        locs, results, presplit = split_text(enc, convs, locs, results, spec.split_text)
     ok: list[Any] = []
     ok_locs: list[int] = []
     for loc, res in zip(locs, results):
@@ -153,7 +160,7 @@ def render_chunk(enc: Any, chunk: Chunk, spec: RenderSpec) -> Rendered:
     ids, mask, offsets, message_index = concat_results(ok, spec.message_index)
     return Rendered(seq=chunk.seq, source=chunk.source, ids=ids, mask=mask, offsets=offsets,
                     locations=np.asarray(ok_locs, dtype=np.int64), message_index=message_index,
-                    errors=errors, records=len(decoded))
+                    errors=errors, records=len(decoded), presplit=presplit)
 
 
 def _render_rows(enc: Any, chunk: Chunk, decoded: list[tuple[int, Any]]) -> Rendered:
