@@ -295,7 +295,7 @@ def _add_shape_args(p: argparse.ArgumentParser) -> None:
                         "needs --no-pack)")
     p.add_argument("--field", action="append", default=[], metavar="KEY=COLUMN",
                    help="read a shape's KEY from COLUMN, e.g. --field output=response (keys: prompt, completion, "
-                        "chosen, rejected, label, instruction, input, output, system, text); repeatable")
+                        "chosen, rejected, label, instruction, input, output, system, history, text); repeatable")
     p.add_argument("--completion-only-loss", action=argparse.BooleanOptionalAction, default=True,
                    help="prompt/completion records: train only the completion (default), or everything (TRL's "
                         "completion_only_loss)")

@@ -160,6 +160,10 @@ def test_alpaca_is_the_chat_turns(fmt):
     no_input = enc.render({"instruction": "Sum.", "input": "", "output": "3"})
     assert np.array_equal(no_input.ids, enc.render([{"role": "user", "content": "Sum."},
                                                     {"role": "assistant", "content": "3"}]).ids)
+    hist = enc.render({**rec, "history": [["Sum 1 1.", "2"]]})
+    want = enc.render(chat[:1] + [{"role": "user", "content": "Sum 1 1."}, {"role": "assistant", "content": "2"}]
+                      + chat[1:])
+    assert np.array_equal(hist.ids, want.ids) and np.array_equal(hist.mask, want.mask)
     renamed = encoder.Encoder(fmt, shape_options={"fields": ["instruction=q", "output=a"]})
     assert np.array_equal(renamed.render({"q": "Sum these.", "input": "1 2", "a": "3", "system": "Be exact."}).ids,
                           a.ids)
@@ -256,6 +260,7 @@ BAD = [
     ({"output": "done"}, "E-SHAPE-MISSING", "instruction"),
     ({"instruction": "do", "output": 5}, "E-SHAPE-TYPE", "output"),
     ({"text": ""}, "E-SHAPE-EMPTY", "text"),
+    ({"instruction": "i", "output": "o", "history": [["only one"]]}, "E-SHAPE-TYPE", "history[0]"),
     ({"text": ["a"]}, "E-SHAPE-TYPE", "text"),
     ({"id": 1, "body": "x"}, "E-SHAPE-UNKNOWN", "messages"),
     ({"prompt": [{"role": "user", "content": "p"}], "completion": [{"role": "assistant", "content": "c",

@@ -74,6 +74,7 @@ class Fields:
     input: str = "input"
     output: str = "output"
     system: str = "system"
+    history: str = "history"
     text: str = "text"
 
     @classmethod
