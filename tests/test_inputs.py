@@ -529,3 +529,28 @@ def test_text_in_a_mixed_run_keeps_its_split_default(tmp_path, monkeypatch):
     given = run(PackOptions(inputs=(str(src),), out=tmp_path / "o2", seq_len=64, workers=1, progress=False,
                             plot=False, overlong="truncate"))
     assert given.report["pack"]["split"] == 0 and given.report["pack"]["dropped_tokens"] >= n_text
+
+
+def test_parquet_message_columns(tmp_path):
+    """Arrow rows: message lists as list<struct> (every key, null where absent) or as JSON text."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    prompt = [{"role": "user", "content": "Sky?", "tool_calls": None}]
+    completion = [{"role": "assistant", "content": "Blue.", "tool_calls": None}]
+    pq.write_table(pa.table({"prompt": [prompt, prompt], "completion": [completion, completion]}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"prompt": [json.dumps(prompt)], "chosen": [json.dumps(completion)],
+                             "rejected": [json.dumps([{"role": "assistant", "content": "Red."}])]}),
+                   tmp_path / "p.parquet")
+    res = _ocml("pack", "a.parquet", "--no-pack", "--out", "o", "--workers", "1", "--json", cwd=tmp_path)
+    assert res.returncode == 0 and json.loads(res.stdout)["counts"]["documents"] == 2, res.stderr
+    enc = encoder.Encoder("openchatml-2.2")
+    row = pq.read_table(tmp_path / "o" / "data" / "train-00000.parquet").to_pylist()[0]
+    assert row["input_ids"] == enc.render({"prompt": prompt, "completion": completion}).ids.tolist()
+    res = _ocml("pack", "p.parquet", "--shape", "preference", "--no-pack", "--out", "o2", "--workers", "1",
+                cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    row = pq.read_table(tmp_path / "o2" / "data" / "train-00000.parquet").to_pylist()[0]
+    assert row["chosen_ids"] == render_pair(enc, {"prompt": prompt, "chosen": completion,
+                                                  "rejected": [{"role": "assistant", "content": "Red."}]}
+                                            ).chosen_ids.tolist()
