@@ -62,9 +62,9 @@ def layout_record(enc: Encoder, obj: Any, mode: Mode, cot: Any, mask: Any) -> Re
     if isinstance(ex, dict):  # Alpaca: a plain conversation
         return enc._layout_conversation(ex, mode, cot, mask)
     if isinstance(ex, (PreferencePair, KtoExample)):
-        raise InputError(f"a {'preference pair' if isinstance(ex, PreferencePair) else 'KTO example'} renders to a "
-                         "prompt and completion(s), not one sequence", code="E-SHAPE-PAIR",
-                         hint="use encoder.inputs.render_pair(enc, record), or ocml pack --shape preference --no-pack")
+        kind, flag = ("preference pair", "preference") if isinstance(ex, PreferencePair) else ("KTO example", "kto")
+        raise InputError(f"a {kind} renders to a prompt and completion(s), not one sequence", code="E-SHAPE-PAIR",
+                         hint=f"use encoder.inputs.render_pair(enc, record), or ocml pack --shape {flag} --no-pack")
     if isinstance(ex, TextExample):
         if mode is Mode.PROMPT:
             raise InputError("a text record has no prompt", code="E-USAGE", field="mode",
