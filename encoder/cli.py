@@ -178,7 +178,9 @@ def _cmd_pack(args: argparse.Namespace) -> int:
         strict=args.strict, shard_size=args.shard_size, pack=not unpacked, outputs=outputs,
         window=args.window, pad_id=args.pad_id, overwrite=args.overwrite, progress=args.progress,
         pad_to_multiple_of=args.pad_to_multiple_of, seq_idx=args.seq_idx,
-        max_bad_fraction=args.max_bad_fraction, keep_untrained=args.keep_untrained)
+        max_bad_fraction=args.max_bad_fraction, keep_untrained=args.keep_untrained,
+        shape=args.shape, fields=tuple(args.field), completion_only_loss=args.completion_only_loss,
+        string_prompt=args.string_prompt, pair_columns=args.pair_columns)
     try:
         result = run_from_args(args) if recipe else run(opts)
     except (StrictStop, TooManyBadRecords) as exc:
@@ -302,6 +304,7 @@ def _pack_options(p: argparse.ArgumentParser) -> None:
                    help="keep documents with nothing to train (no messages, no assistant message, or all masked "
                         "by --mask); by default they are skipped, counted in the report and listed in "
                         "DIR/untrained.jsonl")
+    _add_shape_args(p)
     p.add_argument("--strict", action="store_true",
                    help="stop at the first bad record (exit 1) instead of skipping and reporting it")
     p.add_argument("--shard-size", type=int, default=8192, metavar="ROWS",
@@ -335,6 +338,28 @@ def _pack_options(p: argparse.ArgumentParser) -> None:
                         "DataCollatorWithFlattening name), for trainers that build block-diagonal masks")
     p.add_argument("--json", action="store_true",
                    help="print as JSON (pack: the report; render: ids / mask / message_index)")
+
+
+def _add_shape_args(p: argparse.ArgumentParser) -> None:
+    from .inputs.shapes import RECORD_SHAPES
+
+    p.add_argument("--shape", default="auto", choices=["auto", "chat", "native", *RECORD_SHAPES],
+                   help="record shape: auto (default: per record, by its keys), chat / native (conversations), "
+                        "prompt-completion, alpaca, text, or preference / kto (one unpacked row per pair / example, "
+                        "needs --no-pack)")
+    p.add_argument("--field", action="append", default=[], metavar="KEY=COLUMN",
+                   help="read a shape's KEY from COLUMN, e.g. --field output=response (keys: prompt, completion, "
+                        "chosen, rejected, label, instruction, input, output, system, history, text); repeatable")
+    p.add_argument("--completion-only-loss", action=argparse.BooleanOptionalAction, default=True,
+                   help="prompt/completion records: train only the completion (default), or everything (TRL's "
+                        "completion_only_loss)")
+    p.add_argument("--string-prompt", default="text", choices=["text", "chat"],
+                   help="string prompt/completion: plain text + end-of-text as TRL (default), or chat = a user "
+                        "turn and the assistant's answer in --format")
+    p.add_argument("--pair-columns", default="dpo", choices=["dpo", "orpo"],
+                   help="--shape preference columns: dpo = prompt_ids/chosen_ids/rejected_ids (TRL's "
+                        "DataCollatorForPreference), orpo = prompt_input_ids/chosen_input_ids/chosen_labels... "
+                        "(DPODataCollatorWithPadding)")
 
 
 def build_parser() -> argparse.ArgumentParser:

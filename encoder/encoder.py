@@ -17,8 +17,10 @@ from . import cot as cot_mod
 from .adapters import SHAPES, relocate
 from .errors import InputError, InputTypeError, OcmlError
 from .formats import format_class
+from .inputs import layout as record_layout
+from .inputs.shapes import RECORD_SHAPES, ShapeOptions
 from .masks import MaskPolicy
-from .messages import Conversation, CotPolicy, Message, Mode
+from .messages import Conversation, CotPolicy, Mode
 from .render import Renderer, RenderJob, RenderResult
 
 
@@ -109,6 +111,7 @@ class Encoder:
         validate_bodies: bool = True,
         threads: int | None = None,
         shape: str = "auto",
+        shape_options: ShapeOptions | dict | None = None,
         **format_options: Any,
     ) -> None:
         self.format_name = canonical_format(format)
@@ -120,10 +123,14 @@ class Encoder:
             tokenizer = vocab.from_hf(tokenizer) if hf else vocab.load(tokenizer)
         expect(tokenizer, Tokenizer, "tokenizer", "a vocab.Tokenizer, an encoding name or None")
         self.tokenizer: Tokenizer = tokenizer
-        if shape not in SHAPES:
+        if shape not in SHAPES and shape not in RECORD_SHAPES:
             raise vocab.UnknownNameError(f"unknown input shape {shape!r}", field="shape",
-                                         hint="'auto' (default), 'chat' (OpenAI / HF chat data) or 'native'")
+                                         hint="'auto' (default), 'chat' (OpenAI / HF chat data), 'native', or a "
+                                              "record shape: " + ", ".join(RECORD_SHAPES))
         self.shape = shape
+        # How messages are read: a forced record shape (encoder.inputs) reads its messages as 'auto'.
+        self.message_shape = shape if shape in SHAPES else "auto"
+        self.shape_options = ShapeOptions.parse(shape_options)  # the record shapes' options (encoder.inputs)
         cls = format_class(self.format_name)
         _check_format_options(cls, format_options)
         self.format = cls(tokenizer, validate_bodies=validate_bodies, **format_options)
@@ -132,7 +139,8 @@ class Encoder:
         self.renderer = Renderer(self.format, tokenizer, threads)
         # The recipe ``__reduce__`` ships to worker processes (the tokenizer pickles as its own recipe).
         self._options: dict[str, Any] = dict(format_options, mask=self.mask, cot=self.cot,
-                                             validate_bodies=validate_bodies, threads=threads, shape=shape)
+                                             validate_bodies=validate_bodies, threads=threads, shape=shape,
+                                             shape_options=self.shape_options)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickle small (format name, tokenizer recipe, options), never vocabularies or caches:
@@ -150,7 +158,7 @@ class Encoder:
     # -- rendering -------------------------------------------------------------
     def prepare(self, conversation: Any, cot: CotPolicy | str | None = None) -> tuple[Conversation, list[int]]:
         """Normalised, validated conversation and the indices of the messages to render."""
-        given = self.format.read(conversation, self.shape)
+        given = self.format.read(conversation, self.message_shape)
         try:
             conv = self.format.normalize(given)
         except OcmlError as exc:
@@ -166,6 +174,13 @@ class Encoder:
 
     def _layout(self, conversation: Any, mode: Mode, cot: CotPolicy | str | None,
                 mask: MaskPolicy | None) -> RenderJob:
+        if type(conversation) is not list and record_layout.wants(self, conversation):
+            # prompt/completion, Alpaca, text records (encoder.inputs)
+            return record_layout.layout_record(self, conversation, mode, cot, mask)
+        return self._layout_conversation(conversation, mode, cot, mask)
+
+    def _layout_conversation(self, conversation: Any, mode: Mode, cot: CotPolicy | str | None,
+                             mask: MaskPolicy | None) -> RenderJob:
         conv, keep = self.prepare(conversation, cot)
         msgs = conv.messages
         kept = msgs if len(keep) == len(msgs) else [msgs[i] for i in keep]

@@ -17,7 +17,8 @@ import pytest
 import encoder
 from encoder.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
 from encoder.errors import InputError
-from encoder.pipeline.options import BAD_SAMPLE, OVERLONG_DEFAULTS, resolve_overlong
+from encoder.inputs.shapes import OVERLONG_DEFAULT, RecordShape
+from encoder.pipeline.options import BAD_SAMPLE, resolve_overlong
 from encoder.pipeline.records import conversation_from_record
 from encoder.pipeline.run import PackOptions, TooManyBadRecords, run
 from encoder.packing.packed import Overlong
@@ -37,7 +38,7 @@ def mixed(path: Path, n: int, bad_every: int | None = None, bad_share: float = 0
         bad = (rng.random() < bad_share) if bad_after is None else i >= bad_after
         if bad:
             lines.append(rng.choice(['{"messages": [{"role": "robot", "content": "x"}]}', "{not json",
-                                     '{"text": "no messages here"}']))
+                                     '{"txt": "no messages here"}']))  # ({"text": ...} is a record shape)
             recs.append(None)
         else:
             rec = conversation(rng, i)
@@ -126,7 +127,7 @@ def test_everything_masked_by_policy_is_untrained(tmp_path: Path) -> None:
 # -- overlong default and per-policy counts --------------------------------------------------------
 
 def test_overlong_default_is_per_shape_in_one_place() -> None:
-    assert resolve_overlong(None) is Overlong.TRUNCATE and OVERLONG_DEFAULTS["conversation"] is Overlong.TRUNCATE
+    assert resolve_overlong(None) is Overlong.TRUNCATE and OVERLONG_DEFAULT[RecordShape.CHAT] == Overlong.TRUNCATE
     assert resolve_overlong(None, "text") is Overlong.SPLIT and resolve_overlong("drop") is Overlong.DROP
     assert PackOptions(inputs=(), out=Path("o")).overlong_policy is Overlong.TRUNCATE
     with pytest.raises(InputError):

@@ -3,10 +3,9 @@
 One home for every default the pipeline applies, so the README, ``--help`` and the code
 say the same thing:
 
-- ``overlong``: resolved per input *shape* (``OVERLONG_DEFAULTS``).  A conversation is cut
-  after its last whole assistant message that fits (``truncate``): a piece that starts
-  mid-conversation has no system / user context and trains the model on answers to
-  questions it never saw.  Plain text has no messages to cut at, so it is split.
+- ``overlong``: resolved per input *shape* (``encoder.inputs.shapes.OVERLONG_DEFAULT``, the
+  one table): conversations are truncated after their last whole assistant message that
+  fits, plain text is split.
 - ``max_bad_fraction`` 0.05: a run that rejects more than 5% of its records fails (exit 1),
   decided early on a sample (``BAD_SAMPLE`` records) and again at the end.
 - ``keep_untrained`` False: a document with no trained token is dead weight in a row.
@@ -25,16 +24,13 @@ from ..errors import InputError
 from ..packing.packed import Overlong
 
 OUTPUTS = ("parquet", "npy", "megatron")
-CONVERSATION = "conversation"  # the input shape of every record ``records.conversation_from_record`` reads
-#: The overlong policy each input shape gets when ``--overlong`` is not given (see the module doc).
-OVERLONG_DEFAULTS: dict[str, Overlong] = {CONVERSATION: Overlong.TRUNCATE, "text": Overlong.SPLIT}
 DEFAULT_WINDOW = 10_000
 DEFAULT_EPOCH_TOKENS = 1 << 22
 DEFAULT_MAX_BAD_FRACTION = 0.05
 BAD_SAMPLE = 1_000  # records read before the early --max-bad-fraction check
 
 
-def resolve_overlong(given: str | Overlong | None, shape: str = CONVERSATION) -> Overlong:
+def resolve_overlong(given: str | Overlong | None, shape: str = "auto") -> Overlong:
     """The overlong policy for documents of ``shape``: ``given`` if set, else the shape's default."""
     if given is not None:
         try:
@@ -42,10 +38,9 @@ def resolve_overlong(given: str | Overlong | None, shape: str = CONVERSATION) ->
         except ValueError:
             raise InputError(f"--overlong {given!r}", code="E-USAGE", field="--overlong",
                              hint="one of: " + ", ".join(o.value for o in Overlong)) from None
-    if shape not in OVERLONG_DEFAULTS:
-        raise InputError(f"no overlong default for input shape {shape!r}", code="E-USAGE", field="--overlong",
-                         hint="pass --overlong truncate|split|drop")
-    return OVERLONG_DEFAULTS[shape]
+    from ..inputs.shapes import default_overlong
+
+    return Overlong(default_overlong(shape))
 
 
 @dataclass(frozen=True)
@@ -63,7 +58,7 @@ class PackOptions:
     workers: int = 0                 # 0 = all cores
     messages_field: str = "messages"
     tools_field: str = "tools"
-    overlong: str | None = None      # None = the input shape's default (``OVERLONG_DEFAULTS``)
+    overlong: str | None = None      # None = the shape's default (``encoder.inputs.shapes.OVERLONG_DEFAULT``)
     strict: bool = False
     shard_size: int = 8192           # rows per shard (at most: a shard also ends with each epoch)
     pack: bool = True
@@ -79,10 +74,22 @@ class PackOptions:
     keep_untrained: bool = False
     pad_to_multiple_of: int | None = None  # pad every packed document segment to a multiple of N
     seq_idx: bool = False            # add the per-token segment index column (packed)
+    # Record shapes (encoder.inputs): auto-detected per record, or forced
+    shape: str = "auto"
+    fields: tuple[str, ...] = ()     # "KEY=COLUMN" renames (--field)
+    completion_only_loss: bool = True
+    string_prompt: str = "text"
+    pair_columns: str = "dpo"
+
+    def shape_options(self) -> Any:
+        from ..inputs.shapes import Fields, ShapeOptions
+
+        return ShapeOptions(Fields.parse(self.fields), self.completion_only_loss, self.string_prompt,
+                            self.pair_columns)
 
     @property
     def overlong_policy(self) -> Overlong:
-        return resolve_overlong(self.overlong)
+        return resolve_overlong(self.overlong, self.shape)
 
     def output_key(self, enc: Any) -> dict[str, Any]:
         """The options the output depends on (part of the fingerprint; workers / progress /
@@ -96,6 +103,7 @@ class PackOptions:
             "tools_field": self.tools_field, "chunk_records": self.chunk_records, "epoch_tokens": self.epoch_tokens,
             "keep_untrained": self.keep_untrained, "ocml": ocml_version(),
             "pad_to_multiple_of": self.pad_to_multiple_of, "seq_idx": self.seq_idx,
+            "shape": self.shape, "shape_options": repr(enc.shape_options),
         }
 
 
@@ -123,6 +131,10 @@ def check(opts: PackOptions) -> None:
         raise InputError(f"unknown output {bad}", code="E-USAGE", field="--output",
                          hint="parquet, npy, both or megatron")
     check_outputs(opts)
+    if opts.shape in ("preference", "kto"):
+        from ..inputs.rows import check_options
+
+        check_options(opts.shape, opts.pair_columns, opts.pack, opts.outputs, opts.completion_only_loss)
 
 
 def check_outputs(opts: PackOptions) -> None:

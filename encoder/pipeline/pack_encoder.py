@@ -36,4 +36,4 @@ def encoder_factory(format: str | None, tokenizer: str | None, model: str | None
 def pack_encoder(opts: Any, log: IO[str]) -> tuple[Any, dict[str, Any] | None]:
     """``(Encoder, detection or None)`` for ``PackOptions``."""
     make, detection = encoder_factory(opts.format, opts.tokenizer, opts.model, log)
-    return make(mask=opts.mask, cot=opts.cot), detection
+    return make(mask=opts.mask, cot=opts.cot, shape=opts.shape, shape_options=opts.shape_options()), detection

@@ -235,6 +235,8 @@ def columns_for(source: Source, schema_names: Sequence[str], messages_field: str
         from .records import looks_like
 
         near = [c for c in schema_names if looks_like(c, messages_field)]
+        if not near:  # records of another shape (encoder.inputs): each record's shape decides
+            return list(schema_names)
         raise InputError(f"{source.display} has no column {messages_field!r} (columns: {list(schema_names)[:12]})",
                          code="E-INPUT-FIELD", field=messages_field,
                          hint=f"pass --messages-field {near[0]}" if near else "pass --messages-field COLUMN")

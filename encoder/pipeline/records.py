@@ -36,11 +36,15 @@ SHAREGPT_ROLES: dict[str, str] = {
 
 
 def conversation_from_record(record: Mapping[str, Any], *, messages_field: str = "messages",
-                             tools_field: str = "tools") -> Any:
+                             tools_field: str = "tools", shape: str = "auto", shape_options: Any = None) -> Any:
     """The conversation in ``record``: ``{"messages": [...], "tools": [...], ...options}``.
+    A record of another shape (prompt/completion, Alpaca, text: ``encoder.inputs``), detected
+    or forced by ``shape``, is returned as it is: ``Encoder.render`` reads it.
 
     Raises ``InputError`` naming the field for records that hold no conversation.
     """
+    if shape not in ("auto", "chat", "native"):
+        return record  # a forced record shape (encoder.inputs)
     if isinstance(record, (list, tuple)):
         return {"messages": list(record)}
     if not isinstance(record, Mapping):
@@ -50,6 +54,8 @@ def conversation_from_record(record: Mapping[str, Any], *, messages_field: str =
         messages = _decoded(record[messages_field], messages_field)
     elif SHAREGPT_FIELD in record and messages_field == "messages":
         messages = sharegpt_messages(_decoded(record[SHAREGPT_FIELD], SHAREGPT_FIELD))
+    elif shape == "auto" and _other_shape(record, messages_field, shape_options):
+        return record
     else:
         near = sorted(k for k in record if isinstance(k, str) and looks_like(k, messages_field))
         hint = (f"found {near[0]!r}: a typo in the data, or pass --messages-field {near[0]}" if near
@@ -71,6 +77,17 @@ def conversation_from_record(record: Mapping[str, Any], *, messages_field: str =
         if tools:
             out["tools"] = tools
     return out
+
+
+def _other_shape(record: Mapping[str, Any], messages_field: str, shape_options: Any) -> bool:
+    """Is ``record`` one of ``encoder.inputs``' shapes (prompt/completion, Alpaca, text...)?"""
+    from ..inputs.detect import detect_shape
+    from ..inputs.shapes import ShapeOptions
+
+    try:
+        return detect_shape(record, ShapeOptions.parse(shape_options), messages_field).value != "chat"
+    except InputError:
+        return False  # none: the "no messages" error below says what is missing
 
 
 def sharegpt_messages(turns: Any) -> list[dict[str, Any]]:

@@ -180,7 +180,8 @@ def format_report(r: dict[str, Any]) -> str:
         lines.append(f"  overlong    split {p['split']}, truncated {p['truncated']}, dropped {p['dropped']} "
                      f"({p['dropped_tokens']:,} tokens lost)" + (f" -> {p['overlong_file']}" if n_over else ""))
     else:
-        lines.append(f"  rows        {c['documents']:,} (one per conversation, not packed)")
+        unit = {"preference": "pair", "kto": "example"}.get(r.get("shape", "auto"), "conversation")
+        lines.append(f"  rows        {c['documents']:,} (one per {unit}, not packed)")
     st = r["lengths"]
     if st.get("documents"):
         lines.append(f"  lengths     min {st['min']:,}  median {st['p50']:,}  p90 {st['p90']:,}  p99 {st['p99']:,}  "
@@ -268,7 +269,9 @@ def final_report(opts: Any, enc: Any, state: Any, inputs: list[dict[str, Any]],
         "overlong": opts.overlong_policy.value if opts.pack else None, "pad_id": pack["pad_id"] if pack else None,
         "columns": (["input_ids", "labels", "position_ids", "seq_lengths", "doc_source", "doc_record"]
                     + (["seq_idx"] if opts.seq_idx else [])
-                    if opts.pack else ["input_ids", "labels", "assistant_masks", "source", "record"]),
+                    if opts.pack else _row_columns(opts) if opts.shape in ("preference", "kto")
+                    else ["input_ids", "labels", "assistant_masks", "source", "record"]),
+        "shape": opts.shape,
         "pad_to_multiple_of": opts.pad_to_multiple_of,
         "sources": state.smap.manifest(),
         "shards": {"parquet": [f"{PARQUET_DIR}/{shard_name(k)}.parquet" for k in range(n_shards)]
@@ -287,3 +290,10 @@ def final_report(opts: Any, enc: Any, state: Any, inputs: list[dict[str, Any]],
     state.od.write_json(f"{STATE_DIR}/{PROGRESS}", {"fingerprint": state.fp, "status": "done", "shards": n_shards,
                                                     "rows": rows, "checkpoint": None})
     return report
+
+
+def _row_columns(opts: Any) -> list[str]:
+    """The columns of preference / KTO rows (``encoder.inputs.rows``)."""
+    from ..inputs.rows import columns
+
+    return columns(opts.shape, opts.pair_columns)

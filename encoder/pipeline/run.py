@@ -195,7 +195,11 @@ class _Run:
         self.gate.early(c.records, c.bad_records, self.errors.by_code)
         n_tok = int(r.ids.shape[0])
         lengths = np.diff(r.offsets)
-        c.documents += r.documents
+        c.documents += r.documents - sum(p.pieces - 1 for p in r.presplit)
+        for p in r.presplit:  # text documents split in the worker (encoder.inputs.split)
+            where = self.doc_where((r.source << LOC_BITS) | p.location)
+            self.overlong_file.write(json.dumps(p.overlong_record(where, self.opts.seq_len), ensure_ascii=False) + "\n")
+            self.pack_total.split += 1
         c.tokens += n_tok
         c.trained_tokens += int(np.count_nonzero(r.mask))
         self.hist.add(lengths)
@@ -206,6 +210,9 @@ class _Run:
             self.packer.add_ragged(r.ids, r.mask, r.offsets, index, r.message_index)
             for packed in self.packer.ready():
                 self._write_packed(packed)
+        elif r.rows is not None:  # preference / KTO rows (encoder.inputs.rows)
+            if r.rows.rows:
+                self._write(r.rows)
         elif r.documents:
             labels = np.where(r.mask, r.ids, IGNORE)
             source, record = self.smap.translate(index)
@@ -291,8 +298,12 @@ def run(opts: PackOptions, log: IO[str] | None = None) -> RunResult:
     if state.resumed_shards:
         state._say(f"ocml: resuming {opts.out} after shard {state.resumed_shards - 1} "
                    f"({state.resumed_shards} complete shard(s) kept)")
+    from ..inputs.split import split_text_seq_len
+
     spec = RenderSpec(opts.messages_field, opts.tools_field, keep_untrained=opts.keep_untrained,
-                      message_index=opts.pack and opts.overlong_policy is Overlong.TRUNCATE)
+                      message_index=opts.pack and opts.overlong_policy is Overlong.TRUNCATE,
+                      split_text=split_text_seq_len(opts.shape, opts.overlong is not None, opts.overlong_policy.value,
+                                                    opts.pack, opts.seq_len))
     chunks = iter_chunks(smap.files, messages_field=opts.messages_field, tools_field=opts.tools_field,
                          start=state.start, chunk_records=opts.chunk_records)
     ends: dict[int, Position] = {}

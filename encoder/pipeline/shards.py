@@ -111,6 +111,9 @@ def parquet_table(block: Block, seq_idx: bool = False) -> Any:
     the per-token segment index column (packed blocks)."""
     import pyarrow as pa
 
+    if not isinstance(block, Block):  # preference / KTO rows (encoder.inputs.rows.PairBlock)
+        return block.table()
+
     def lists(offsets: np.ndarray, values: np.ndarray, typ: Any) -> Any:
         # int32 offsets (``list``, what ``datasets`` writes); a block is far below 2**31 values.
         return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pa.array(values, type=typ))

@@ -27,10 +27,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import OcmlError
+from ..inputs.shapes import PAIR_SHAPES
 from ..packing.docs import concat_results
 from .readers import Chunk, Kind
 from .records import conversation_from_record, drop_nulls
 from .untrained import untrained_reason
+
+
+PAIR_SHAPE_NAMES = frozenset(s.value for s in PAIR_SHAPES)
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,8 @@ class Rendered:
     #: (location, reason) of documents with nothing to train (``untrained``): left out of the
     #: arrays unless ``RenderSpec.keep_untrained``
     untrained: list[tuple[int, str]] = field(default_factory=list)
+    rows: Any = None           # preference / KTO rows (encoder.inputs.rows.PairBlock), written as they are
+    presplit: list[Any] = field(default_factory=list)  # text documents split here (encoder.inputs.split)
 
     @property
     def documents(self) -> int:
@@ -80,6 +86,7 @@ class RenderSpec:
     tools_field: str = "tools"
     message_index: bool = False
     keep_untrained: bool = False  # keep documents with no trained token (else skipped, listed in ``untrained``)
+    split_text: int = 0  # > 0: split text documents longer than this here (encoder.inputs.split)
 
 
 def json_error(exc: json.JSONDecodeError) -> str:
@@ -127,19 +134,23 @@ def render_chunk(enc: Any, chunk: Chunk, spec: RenderSpec) -> Rendered:
     convs: list[Any] = []
     locs: list[int] = []
     decoded = decode_records(chunk, spec.tools_field)
+    if enc.shape in PAIR_SHAPE_NAMES:
+        return _render_rows(enc, chunk, decoded)
     for loc, rec in decoded:
         if isinstance(rec, OcmlError):
             errors.append(RecordError.of(chunk.source, loc, rec))
             continue
         try:
             convs.append(conversation_from_record(rec, messages_field=spec.messages_field,
-                                                  tools_field=spec.tools_field))
+                                                  tools_field=spec.tools_field, shape=enc.shape,
+                                                  shape_options=enc.shape_options))
             locs.append(loc)
         except OcmlError as exc:
             errors.append(RecordError.of(chunk.source, loc, exc))
     results = _render_all(enc, convs)
     ok: list[Any] = []
     ok_locs: list[int] = []
+    ok_convs: list[Any] = []
     untrained: list[tuple[int, str]] = []
     for loc, conv, res in zip(locs, convs, results):
         if isinstance(res, OcmlError):
@@ -152,11 +163,31 @@ def render_chunk(enc: Any, chunk: Chunk, spec: RenderSpec) -> Rendered:
                 continue
         ok.append(res)
         ok_locs.append(loc)
+        ok_convs.append(conv)
+    presplit: list[Any] = []
+    if spec.split_text:
+        from ..inputs.split import split_text
+
+        ok_locs, ok, presplit = split_text(enc, ok_convs, ok_locs, ok, spec.split_text)
     errors.sort(key=lambda e: e.location)
     ids, mask, offsets, message_index = concat_results(ok, spec.message_index)
     return Rendered(seq=chunk.seq, source=chunk.source, ids=ids, mask=mask, offsets=offsets,
                     locations=np.asarray(ok_locs, dtype=np.int64), message_index=message_index,
-                    errors=errors, records=len(decoded), untrained=untrained)
+                    errors=errors, records=len(decoded), untrained=untrained, presplit=presplit)
+
+
+def _render_rows(enc: Any, chunk: Chunk, decoded: list[tuple[int, Any]]) -> Rendered:
+    """A chunk of preference / KTO records -> one row each (``encoder.inputs.rows``)."""
+    from ..inputs.rows import render_row_chunk
+
+    errors = [RecordError.of(chunk.source, loc, rec) for loc, rec in decoded if isinstance(rec, OcmlError)]
+    good = [(loc, rec) for loc, rec in decoded if not isinstance(rec, OcmlError)]
+    locs, block, bad, ids, mask, offsets = render_row_chunk(enc, good)
+    errors += [RecordError.of(chunk.source, loc, exc) for loc, exc in bad]
+    errors.sort(key=lambda e: e.location)
+    return Rendered(seq=chunk.seq, source=chunk.source, ids=ids, mask=mask, offsets=offsets,
+                    locations=np.asarray(locs, dtype=np.int64), message_index=None, errors=errors,
+                    records=len(decoded), rows=block)
 
 
 def _render_all(enc: Any, convs: list[Any]) -> list[Any]:

@@ -121,7 +121,7 @@ def chat_template(enc: Encoder, training: bool = False) -> str:
         "knowledge_cutoff": DEFAULT_KNOWLEDGE_CUTOFF,
         "cot": enc.cot.value,
         "mask": _mask_literal(enc),
-        "shape": enc.shape,
+        "shape": enc.message_shape,  # how messages are read (a record shape reads them as auto)
     }
     variant = "training" if training else "inference"
     head = _HEADER % {
@@ -131,7 +131,7 @@ def chat_template(enc: Encoder, training: bool = False) -> str:
         "return_token": profile["return_token"] or "its end token",
         "training_note": "; {% generation %} blocks cover exactly the tokens ocml trains" if training else "",
         "cot": enc.cot.value,
-        "shape": enc.shape,
+        "shape": enc.message_shape,  # how messages are read (a record shape reads them as auto)
     }
     inference, train = _sources(row.sources)
     return (

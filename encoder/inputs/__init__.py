@@ -1,0 +1,16 @@
+"""Record shapes besides conversations: prompt/completion, Alpaca, plain text, preference
+pairs and KTO examples (``shapes`` says what each is; one module per shape reads it,
+``detect`` picks the shape of a record, ``layout`` renders the sequence shapes for
+``Encoder.render``, ``pairs`` renders preference / KTO rows)."""
+
+from __future__ import annotations
+
+from .detect import detect_shape, read_record
+from .examples import KtoExample, PreferencePair, PromptCompletion, TextExample
+from .pairs import PairResult, render_pair, render_pairs
+from .shapes import (DEFAULT_FIELDS, OVERLONG_DEFAULT, RECORD_SHAPES, Fields, RecordShape, ShapeOptions,
+                     default_overlong)
+
+__all__ = ["DEFAULT_FIELDS", "OVERLONG_DEFAULT", "RECORD_SHAPES", "Fields", "KtoExample", "PairResult",
+           "PreferencePair", "PromptCompletion", "RecordShape", "ShapeOptions", "TextExample", "default_overlong",
+           "detect_shape", "read_record", "render_pair", "render_pairs"]

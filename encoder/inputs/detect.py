@@ -1,0 +1,77 @@
+"""Which shape a record is (by its keys, per record), and reading it as that shape.
+
+Detection order: a conversation (``messages`` / ShareGPT ``conversations`` / a bare list)
+first, then ``chosen`` / ``rejected`` (preference), ``prompt`` / ``completion`` with a
+``label`` (KTO) or without (prompt/completion), ``instruction`` / ``output`` (Alpaca),
+``text``.  A key of a shape is enough to pick it, so a record missing the rest (a prompt
+without its completion, an instruction without its output) gets that shape's typed error
+rather than "no messages".  Null values count as absent (Arrow rows carry every column).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import InputError
+from .alpaca import read_alpaca
+from .common import present
+from .examples import Example
+from .preference import read_kto, read_preference
+from .prompt_completion import read_prompt_completion
+from .shapes import DEFAULT_OPTIONS, RecordShape, ShapeOptions
+from .text import read_text
+
+CHAT_KEYS = ("messages", "conversations")
+
+
+def detect_shape(record: Any, opts: ShapeOptions = DEFAULT_OPTIONS, messages_field: str = "messages") -> RecordShape:
+    """The shape of one record (raises ``E-SHAPE-UNKNOWN`` when it is none of them)."""
+    if not isinstance(record, Mapping):
+        return RecordShape.CHAT  # a bare message list (or something adapters will reject)
+    if present(record, messages_field) or any(present(record, k) for k in CHAT_KEYS) or "role" in record:
+        return RecordShape.CHAT
+    f = opts.fields
+    if present(record, f.chosen) or present(record, f.rejected):
+        return RecordShape.PREFERENCE
+    if present(record, f.prompt) or present(record, f.completion):
+        return RecordShape.KTO if f.label in record else RecordShape.PROMPT_COMPLETION
+    if present(record, f.instruction) or present(record, f.output):
+        return RecordShape.ALPACA
+    if present(record, f.text):
+        return RecordShape.TEXT
+    keys = sorted(map(str, record))[:8]
+    raise InputError(f"record is none of the shapes ocml reads (keys: {keys})", code="E-SHAPE-UNKNOWN",
+                     field=messages_field,
+                     hint=f"conversations ({messages_field!r}), prompt/completion, alpaca (instruction/output), "
+                          "text, preference (chosen/rejected); rename columns with --field KEY=COLUMN "
+                          "or --messages-field")
+
+
+def read_record(record: Mapping[str, Any], shape: RecordShape, opts: ShapeOptions = DEFAULT_OPTIONS
+                ) -> Example | dict[str, Any]:
+    """A non-chat record as its example (Alpaca: as a conversation dict the adapters read)."""
+    if not isinstance(record, Mapping):
+        raise InputError(f"a {shape.value} record must be a JSON object, got {type(record).__name__}",
+                         code="E-SHAPE-TYPE", field="record")
+    f = opts.fields
+    if shape is RecordShape.PROMPT_COMPLETION:
+        return read_prompt_completion(record, f)
+    if shape is RecordShape.ALPACA:
+        return read_alpaca(record, opts)
+    if shape is RecordShape.TEXT:
+        return read_text(record, f)
+    if shape is RecordShape.PREFERENCE:
+        return read_preference(record, f)
+    if shape is RecordShape.KTO:
+        return read_kto(record, f)
+    raise InputError(f"{shape.value} records are read by encoder.pipeline.records", code="E-INTERNAL")
+
+
+def record_shape(record: Any, shape: str, opts: ShapeOptions, messages_field: str = "messages") -> RecordShape:
+    """The shape to read ``record`` as: forced by ``shape`` unless ``auto`` / ``chat`` / ``native``."""
+    if shape in ("auto",):
+        return detect_shape(record, opts, messages_field)
+    if shape in ("chat", "native"):
+        return RecordShape.CHAT
+    return RecordShape(shape)
