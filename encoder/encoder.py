@@ -128,7 +128,7 @@ class Encoder:
         _check_format_options(cls, format_options)
         self.format = cls(tokenizer, validate_bodies=validate_bodies, **format_options)
         self.mask = MaskPolicy.parse(mask)
-        self.cot = cot_mod.parse_cot(cot)
+        self.cot = self._cot(cot)
         self.renderer = Renderer(self.format, tokenizer, threads)
         # The recipe ``__reduce__`` ships to worker processes (the tokenizer pickles as its own recipe).
         self._options: dict[str, Any] = dict(format_options, mask=self.mask, cot=self.cot,
@@ -147,10 +147,28 @@ class Encoder:
         """Controls spelled as text because the tokenizer has no id for them."""
         return self.format.text_controls
 
+    def _cot(self, cot: CotPolicy | str | None) -> CotPolicy:
+        """A CoT policy this format applies (one it would ignore is a usage error)."""
+        policy = cot_mod.parse_cot(cot)
+        allowed = self.format.cot_policies()
+        if policy not in allowed:
+            raise InputError(f"cot={policy.value!r} has no effect with {self.format_name}"
+                             + (f" (reasoning={self.format.reasoning.value!r})" if hasattr(self.format, "reasoning")
+                                else ""),
+                             code="E-INPUT-ARGUMENT", field="cot",
+                             hint="here cot may be " + ", ".join(p.value for p in allowed))
+        return policy
+
     # -- rendering -------------------------------------------------------------
     def prepare(self, conversation: Any, cot: CotPolicy | str | None = None) -> tuple[Conversation, list[int]]:
         """Normalised, validated conversation and the indices of the messages to render."""
         given = self.format.read(conversation, self.shape)
+        policy = self.cot if cot is None else self._cot(cot)
+        if self.format.inline_reasoning:  # reasoning joins its answer's frame: the CoT policy applies first
+            pre = cot_mod.dropped(given.messages, policy)
+            if pre:
+                given = Conversation(tuple(m for k, m in enumerate(given.messages) if k not in pre), given.options,
+                                     chat=given.chat)
         try:
             conv = self.format.normalize(given)
         except OcmlError as exc:
@@ -159,7 +177,6 @@ class Encoder:
             self.format.validate(conv)
         except OcmlError as exc:
             raise relocate(exc, conv.messages) from None
-        policy = self.cot if cot is None else cot_mod.parse_cot(cot)
         drop = cot_mod.dropped(conv.messages, policy)
         keep = [i for i in range(len(conv.messages)) if i not in drop]
         return conv, keep
@@ -200,7 +217,7 @@ class Encoder:
                                  hint="render(conversation) renders one")
         m = _mode(mode)
         policy = None if mask is None else MaskPolicy.parse(mask)
-        cot = cot_mod.parse_cot(cot) if cot is not None else None
+        cot = self._cot(cot) if cot is not None else None
         out = Batch([])
         pending: list[tuple[int, RenderJob]] = []
 
@@ -262,6 +279,8 @@ class Encoder:
                 header: bool = True) -> str:
         from .transcript import to_text
 
+        if cot in ("keep-all", CotPolicy.KEEP_ALL) and CotPolicy.KEEP_ALL not in self.format.cot_policies():
+            cot = None  # the transcript default: this format has no reasoning to keep
         return to_text(self, conversation, mode=_mode(mode), cot=cot, header=header)
 
     def render_fim(self, prefix: str, suffix: str, middle: str | None = None, *, order: str = "psm",

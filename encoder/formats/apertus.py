@@ -44,7 +44,7 @@ from dataclasses import replace
 from typing import Any, Callable, ClassVar
 
 from ..errors import CallSchemaError, InputError, UnrepresentableError
-from ..messages import Conversation, Message
+from ..messages import Conversation, CotPolicy, Message
 from ..pieces import CTL, MessagePlan, Piece
 from .apertus_blocks import TOOL_CALLS, Turn, TurnBuilder, read_messages, turn_pieces
 from .apertus_tools import default_system, developer_text
@@ -79,6 +79,10 @@ class Apertus(Format):
 
     def init_options(self) -> dict[str, Any]:
         return {"enable_thinking": self.enable_thinking, "date": self.date, "default_system": self.default_system}
+
+    def cot_policies(self) -> tuple[CotPolicy, ...]:
+        # every thoughts block is written, as the reference template writes them (no retention rule)
+        return (CotPolicy.DEFAULT, CotPolicy.KEEP_ALL)
 
     # -- input ---------------------------------------------------------------------------------
     def read(self, obj: Any, shape: str = "auto") -> Conversation:

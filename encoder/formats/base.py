@@ -5,7 +5,6 @@ A format turns one message into a ``MessagePlan`` (pieces); it never encodes.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -13,8 +12,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from vocab import ControlTable, Tokenizer, control_table
 
 from ..adapters import DEFAULT_STYLE, ChatStyle, suggest, to_conversation
-from ..errors import BodyConstraintError, CallSchemaError, HeaderError, UnknownNameError, UnrepresentableError
-from ..messages import Conversation, Message
+from ..arguments import check_json
+from ..errors import CallSchemaError, HeaderError, UnknownNameError, UnrepresentableError
+from ..messages import Conversation, CotPolicy, Message
 from ..pieces import CTL, TXT, MessagePlan, Piece
 
 if TYPE_CHECKING:
@@ -48,6 +48,9 @@ class Format:
     after_message: ClassVar[tuple[Piece, ...]] = ()
     #: what ``to_text`` puts between two messages (the transcript is otherwise the render's text)
     transcript_joiner: ClassVar[str] = "\n"
+    #: reasoning is written inside its answer's frame (ChatML ``reasoning="think"``): the CoT
+    #: policy then applies before ``normalize`` builds the frames (``Encoder.prepare``)
+    inline_reasoning: bool = False
 
     def __init__(self, tokenizer: Tokenizer, *, validate_bodies: bool = True) -> None:
         self.tokenizer = tokenizer
@@ -100,6 +103,10 @@ class Format:
     def fim_pieces(self, **kw: Any) -> list[tuple[Piece, bool, int]]:
         raise UnknownNameError(f"format {self.name!r} has no fill-in-the-middle tokens", code="E-FORMAT-UNAVAILABLE",
                                field="format", hint="use Encoder('chatml') for fill-in-the-middle")
+
+    def cot_policies(self) -> tuple[CotPolicy, ...]:
+        """The CoT policies that mean something here (any other is a usage error, not ignored)."""
+        return tuple(CotPolicy)
 
     def normalize(self, conv: Conversation) -> Conversation:
         """Format-specific rewriting (system synthesis, attribute defaults)."""
@@ -158,11 +165,7 @@ class Format:
             raise HeaderError(f"constrain {m.constrain!r} and content_type {m.content_type!r} disagree",
                               index=i, field="constrain")
         if ctype == "json" and m.structured is None:
-            try:
-                json.loads(m.content)
-            except ValueError as exc:
-                raise BodyConstraintError(f"body is not valid JSON ({exc})", index=i, field="content",
-                                          hint="fix the JSON or drop the json content type") from None
+            check_json(m.content, index=i, what="tool-call arguments" if m.is_tool_call else "body")
 
     @staticmethod
     def is_tool_reply(m: Message) -> bool:

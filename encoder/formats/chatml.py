@@ -48,8 +48,10 @@ from collections.abc import Mapping, Sequence
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
+from ..arguments import check_json
 from ..errors import InputError, UnknownNameError
-from ..messages import Conversation, Message
+from ..messages import Conversation, CotPolicy, Message
+from ..reasoning import Reasoning, parse_reasoning, think_block
 from ..pieces import CTL, TXT, MessagePlan, Piece
 from .base import Format, PlanContext
 
@@ -84,7 +86,7 @@ class ChatML(Format):
     transcript_joiner: ClassVar[str] = ""
 
     def __init__(self, tokenizer, *, validate_bodies: bool = True, layout: str = "deployed",  # type: ignore[no-untyped-def]
-                 bos_eos: bool = False, default_system: str | None = None) -> None:
+                 bos_eos: bool = False, default_system: str | None = None, reasoning: str = "error") -> None:
         super().__init__(tokenizer, validate_bodies=validate_bodies)
         try:
             self.layout = Layout(layout)
@@ -99,10 +101,20 @@ class ChatML(Format):
                              hint="e.g. encoder.formats.chatml.QWEN_SYSTEM")
         self.bos_eos = bos_eos
         self.default_system = default_system
+        self.reasoning = parse_reasoning(reasoning)
         self._tail = "\n" if self.layout is Layout.LITERAL else ""
 
     def init_options(self) -> dict[str, Any]:
-        return {"layout": self.layout.value, "bos_eos": self.bos_eos, "default_system": self.default_system}
+        return {"layout": self.layout.value, "bos_eos": self.bos_eos, "default_system": self.default_system,
+                "reasoning": self.reasoning.value}
+
+    #: the CoT policy applies first (``Encoder.prepare``); ``reasoning=`` decides what the rest becomes
+    inline_reasoning = True
+
+    def cot_policies(self) -> tuple[CotPolicy, ...]:
+        if self.reasoning is Reasoning.DROP:  # keeping reasoning contradicts dropping it
+            return (CotPolicy.DEFAULT, CotPolicy.DROP_ALL)
+        return tuple(CotPolicy)
 
     # -- conversation level ------------------------------------------------------
     def normalize(self, conv: Conversation) -> Conversation:
@@ -126,16 +138,23 @@ class ChatML(Format):
         while i < n:
             m = msgs[i]
             if m.role == "assistant":
+                think = None
                 if m.channel == "analysis":
-                    raise InputError("chatml has no reasoning channel", code="E-INPUT-REASONING", index=i,
-                                     field="content", hint="drop reasoning_content / thinking, or put it in the content")
+                    think, i = self._reasoning(msgs, i)
+                    if i >= n or msgs[i].role != "assistant" or msgs[i].source != m.source \
+                            or msgs[i].channel == "analysis":
+                        if think is not None:  # reasoning with no answer in its message: a frame of its own
+                            out.append(_frame(m, think_block(think, "")))
+                        continue
+                    m = msgs[i]
                 j = i + 1 if m.recipient is None else i
                 parts = [m.content] if (m.recipient is None and m.content) else []
                 while j < n and msgs[j].role == "assistant" and msgs[j].recipient is not None \
                         and msgs[j].source == m.source:
-                    parts.append(_tool_call(msgs[j]))
+                    parts.append(self._tool_call(msgs[j], j))
                     j += 1
-                out.append(_frame(m, "\n".join(parts) if j > i + 1 or m.recipient is not None else m.content))
+                body = "\n".join(parts) if j > i + 1 or m.recipient is not None else m.content
+                out.append(_frame(m, body if think is None else think_block(think, body)))
                 i = max(j, i + 1)
             elif m.role == "tool" and (conv.chat or m.recipient is not None or m.call_id is not None):
                 j = i
@@ -149,6 +168,32 @@ class ChatML(Format):
                 out.append(_frame(m, m.content))
                 i += 1
         return Conversation(tuple(out), conv.options, chat=conv.chat)
+
+    def _reasoning(self, msgs: Sequence[Message], i: int) -> tuple[str | None, int]:
+        """The ``reasoning=`` policy on the analysis message(s) at ``i`` (``encoder.reasoning``):
+        the reasoning text to write (None: nothing) and the index after them."""
+        m = msgs[i]
+        if self.reasoning is Reasoning.ERROR:
+            raise InputError("chatml has no reasoning channel", code="E-INPUT-REASONING", index=i,
+                             field="content",
+                             hint="choose what to do with reasoning_content / thinking: Encoder('chatml', "
+                                  "reasoning='think') writes it as <think>...</think> before the answer (Qwen3), "
+                                  "reasoning='drop' leaves it out (CLI: --reasoning think|drop)")
+        texts = []
+        while i < len(msgs) and msgs[i].channel == "analysis" and msgs[i].role == "assistant" \
+                and msgs[i].source == m.source:
+            texts.append(msgs[i].content)
+            i += 1
+        return ("\n\n".join(texts) if self.reasoning is Reasoning.THINK else None), i
+
+    def _tool_call(self, m: Message, i: int) -> str:
+        name = m.recipient or ""
+        if name.startswith("functions."):
+            name = name[len("functions."):]
+        args = m.content
+        if self.validate_bodies:
+            check_json(args, index=i, what="tool-call arguments")  # the one argument rule (encoder.arguments)
+        return '<tool_call>\n{"name": "' + name + '", "arguments": ' + args + "}\n</tool_call>"
 
     def message_flags(self, messages: Sequence[Message], policy: MaskPolicy) -> list[Flags]:
         # The header line is always the runtime's prompt: the model stops at <|im_end|> and
@@ -202,22 +247,6 @@ class ChatML(Format):
 def _frame(m: Message, content: str) -> Message:
     return Message(role=m.role, content=content, name=m.name, train=m.train, source=m.source,
                    source_field=m.source_field)
-
-
-def _json_text(value: str) -> str:
-    """A call's arguments as JSON: JSON text as it is, anything else as a JSON string."""
-    try:
-        json.loads(value)
-    except ValueError:
-        return json.dumps(value, ensure_ascii=False)
-    return value
-
-
-def _tool_call(m: Message) -> str:
-    name = m.recipient or ""
-    if name.startswith("functions."):
-        name = name[len("functions."):]
-    return '<tool_call>\n{"name": "' + name + '", "arguments": ' + _json_text(m.content) + "}\n</tool_call>"
 
 
 def tools_block(tools: Sequence[Mapping[str, Any]]) -> str:
