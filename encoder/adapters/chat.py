@@ -170,10 +170,8 @@ def message(raw: Mapping[str, Any], index: int, calls: Calls, style: ChatStyle |
         name = calls.reply(call_id, name, index, "tool_call_id" if tool_call_id is not None else "call_id")
         recipient = recipient or "assistant"
         channel = channel or "commentary"
-    elif role == "tool" and call_id is not None:
-        calls.reply(call_id, name, index, "call_id")  # native: names are explicit, ids must still match
     elif role == "assistant" and recipient and call_id is not None:
-        calls.by_id[call_id] = recipient  # a native call a later reply names by id
+        calls.by_id[call_id] = recipient  # a native call a later OpenAI-style reply names by its id
     thinking_key, thinking = _reasoning(raw, index)
     call_msgs = _calls(raw, index, train, calls)
     if given is None and not (text or call_msgs or thinking or content.structured is not None):
@@ -305,7 +303,7 @@ def _call(call: Any, index: int, field: str, train: bool | None, calls: Calls) -
     constrain: str | None = "json"  # OpenAI tool_calls carry JSON arguments
     if isinstance(ctype, str):
         constrain = (ctype[len(CONSTRAIN_PREFIX):] if ctype.startswith(CONSTRAIN_PREFIX) else ctype) or None
-    if constrain == "json":
+    if constrain == "json" and field != "tool_call":  # a §10 projection is native: Format.validate_body checks it
         check_json(args, index=index, field=f"{fprefix}.arguments", what="tool-call arguments")  # encoder.arguments
     call_id = as_str(call.get("id"))
     if call_id is not None and not isinstance(call_id, str):
