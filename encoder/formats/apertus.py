@@ -118,7 +118,7 @@ class Apertus(Format):
         out: list[Message] = []
         i = 0
         if msgs and msgs[0].role == "system":
-            out.append(_simple(msgs[0]))
+            out.append(_simple(msgs[0], 0))
             i = 1
         else:
             date = opts.date or self.date  # no hidden clock: no date line unless a date is given
@@ -128,7 +128,7 @@ class Apertus(Format):
             if opts.tools or thinking is not None:
                 raise InputError("the conversation has a developer block and also tools / enable_thinking to build "
                                  "one", index=i, field="role", hint="give one or the other")
-            out.append(_simple(msgs[i]))
+            out.append(_simple(msgs[i], i))
             i += 1
         else:
             out.append(Message(role="developer", content=developer_text(
@@ -147,7 +147,7 @@ class Apertus(Format):
                 if turn is not None:
                     out.append(turn.message())
                     turn = None
-                out.append(_simple(m))
+                out.append(_simple(m, j))
             else:
                 raise InputError(f"a {m.role} message at position {j}", index=j, field="role",
                                  hint="Apertus has one system message (first) and one developer block (right after it)")
@@ -202,7 +202,10 @@ class Apertus(Format):
         return STOP_REASONS
 
 
-def _simple(m: Message) -> Message:
+def _simple(m: Message, index: int) -> Message:
+    if m.name:  # a name carries text the model would never see: refused, not dropped
+        raise UnrepresentableError(f"apertus has no place for the {m.role} message's name {m.name!r}",
+                                   index=index, field="name", hint="drop 'name', or put it in the content")
     return Message(role=m.role, content=m.content, train=m.train, source=m.source, source_field=m.source_field)
 
 

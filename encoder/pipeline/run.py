@@ -77,6 +77,8 @@ class PackOptions:
     seq_len: int | None = None
     mask: str = "default"
     cot: str = "default"
+    #: ChatML's reasoning policy (``encoder.reasoning``); None = the format's default, any other format refuses it
+    reasoning: str | None = None
     workers: int = 0                 # 0 = all cores
     messages_field: str = "messages"
     tools_field: str = "tools"
@@ -102,6 +104,7 @@ class PackOptions:
             "overlong": self.overlong, "window": self.window, "pad_id": self.pad_id, "shard_size": self.shard_size,
             "outputs": list(self.outputs), "messages_field": self.messages_field, "tools_field": self.tools_field,
             "chunk_records": self.chunk_records, "epoch_tokens": self.epoch_tokens, "ocml": ocml_version(),
+            **({"reasoning": self.reasoning} if self.reasoning else {}),
         }
 
 
@@ -396,7 +399,8 @@ def run(opts: PackOptions, log: IO[str] | None = None) -> RunResult:
     t0 = time.perf_counter()
     _check(opts)
     sources = resolve(opts.inputs)
-    enc = Encoder(opts.format, opts.tokenizer, mask=opts.mask, cot=opts.cot)
+    enc = Encoder(opts.format, opts.tokenizer, mask=opts.mask, cot=opts.cot,
+                  **({"reasoning": opts.reasoning} if opts.reasoning else {}))
     inputs = input_fingerprint(sources)
     fp = fingerprint(inputs, opts.output_key(enc))
     progress = _prepare_out(opts.out, fp, opts.overwrite)
