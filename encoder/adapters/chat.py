@@ -217,6 +217,8 @@ def message(raw: Mapping[str, Any], index: int, calls: Calls, style: ChatStyle |
 def _reasoning(raw: Mapping[str, Any], index: int) -> tuple[str | None, str]:
     """The reasoning key and its text.  Several keys may hold the same text (transformers
     copies one onto the other); different texts are an error, not a silent choice."""
+    if "reasoning_content" not in raw and "thinking" not in raw and "reasoning" not in raw:
+        return None, ""  # the common case, without building a list
     found = [(k, raw[k]) for k in REASONING_KEYS if raw.get(k) is not None]
     if not found:
         return None, ""
@@ -233,7 +235,11 @@ def _reasoning(raw: Mapping[str, Any], index: int) -> tuple[str | None, str]:
 def _calls(raw: Mapping[str, Any], index: int, train: bool | None, calls: Calls) -> list[Message]:
     tool_calls = raw.get("tool_calls")
     if tool_calls is None:
+        if raw.get("function_call") is None and raw.get("tool_call") is None:
+            return []  # the common case: no calls
         tool_calls = []
+    elif type(tool_calls) is list:
+        pass
     elif hasattr(tool_calls, "tolist") and not isinstance(tool_calls, Sequence):
         tool_calls = tool_calls.tolist()
     if type(tool_calls) is not list and (not isinstance(tool_calls, Sequence) or isinstance(tool_calls, (str, bytes))):

@@ -48,7 +48,9 @@ def read_content(value: Any, index: int, field: str, role: str, native: bool) ->
     """``value`` (not None: the caller decides what missing content means)."""
     if isinstance(value, str):
         return Content(value if type(value) is str else str.__str__(value))
-    if isinstance(value, Mapping):
+    if type(value) is list:
+        pass  # the common case, without the ABC checks below
+    elif isinstance(value, Mapping):
         if "type" not in value and "text" not in value:
             raise InputError(f"content is a dict with keys {sorted(value)[:5]}, not text", index=index, field=field,
                              hint="content must be a string or a list of {'type': 'text', 'text': ...} items; "
@@ -56,7 +58,7 @@ def read_content(value: Any, index: int, field: str, role: str, native: bool) ->
         value = [value]
     elif hasattr(value, "tolist") and not isinstance(value, Sequence):
         value = value.tolist()  # a numpy object array of parts (pandas / Arrow rows)
-    if not isinstance(value, Sequence) or isinstance(value, (bytes, bytearray)):
+    if type(value) is not list and (not isinstance(value, Sequence) or isinstance(value, (bytes, bytearray))):
         raise InputError(f"content must be a string or a list of items, got {type(value).__name__}",
                          index=index, field=field, hint="convert it to text, e.g. json.dumps(...) for structured data")
     texts: list[str] = []

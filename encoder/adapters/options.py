@@ -70,7 +70,8 @@ def read_options(d: Mapping[str, Any]) -> Options:
 
 def tool_def(t: Any, i: int, field: str = "tools") -> dict[str, Any]:
     """OpenAI-wrapped ``{"type":"function","function":{...}}`` or bare ``{name, description, parameters}``."""
-    t = decoded(t, f"{field}[{i}]") if isinstance(t, (str, bytes)) else t
+    if type(t) is not dict:
+        t = decoded(t, f"{field}[{i}]") if isinstance(t, (str, bytes)) else t
     if isinstance(t, Mapping) and t.get("type") not in (None, "function"):
         raise InputError(f"tool {i} has type {t.get('type')!r}", code="E-INPUT-TOOL", field=f"{field}[{i}].type",
                          hint="function tools only ({'type': 'function', 'function': {...}}); ocml has no "

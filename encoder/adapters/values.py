@@ -25,6 +25,8 @@ def as_str(value: Any) -> Any:
 
 def decoded(value: Any, field: str) -> Any:
     """A column / argument value, JSON-decoded when it was given as text (str or bytes)."""
+    if value is None or type(value) is list or type(value) is dict:
+        return value  # the common case, without the ABC checks below
     if isinstance(value, (str, bytes, bytearray)):
         try:
             return json.loads(value)

@@ -164,7 +164,8 @@ class Format:
         if m.constrain and m.content_type and m.constrain != m.content_type:
             raise HeaderError(f"constrain {m.constrain!r} and content_type {m.content_type!r} disagree",
                               index=i, field="constrain")
-        if ctype == "json" and m.structured is None:
+        # call bodies read from OpenAI tool_calls were checked where they were read (encoder.arguments)
+        if ctype == "json" and m.structured is None and not _read_checked(m.source_field):
             check_json(m.content, index=i, what="tool-call arguments" if m.is_tool_call else "body")
 
     @staticmethod
@@ -232,6 +233,10 @@ class Format:
                 hint="register the control tokens on the tokenizer (vocab.load(..., register=...)) or use openchatml-2.2",
             )
         return ((TXT, body),)
+
+
+def _read_checked(source_field: str | None) -> bool:
+    return source_field is not None and source_field.startswith(("tool_calls[", "function_call"))
 
 
 class PlanContext:
