@@ -127,7 +127,7 @@ class Encoder:
         cls = format_class(self.format_name)
         _check_format_options(cls, format_options)
         self.format = cls(tokenizer, validate_bodies=validate_bodies, **format_options)
-        self.mask = MaskPolicy.parse(mask)
+        self.mask = self._mask(mask)
         self.cot = self._cot(cot)
         self.renderer = Renderer(self.format, tokenizer, threads)
         # The recipe ``__reduce__`` ships to worker processes (the tokenizer pickles as its own recipe).
@@ -146,6 +146,16 @@ class Encoder:
     def fallback_controls(self) -> tuple[str, ...]:
         """Controls spelled as text because the tokenizer has no id for them."""
         return self.format.text_controls
+
+    def _mask(self, mask: MaskPolicy | str | dict | None) -> MaskPolicy:
+        """A mask policy this format applies (one it would ignore is a usage error)."""
+        policy = MaskPolicy.parse(mask)
+        why = self.format.mask_unsupported(policy)
+        if why is not None:
+            raise InputError(f"mask {mask!r} has no effect with {self.format_name}: {why}", code="E-INPUT-ARGUMENT",
+                             field="mask", hint="use the default mask, 'last' or 'none' (or a roles / last_turn_only "
+                                                "policy)")
+        return policy
 
     def _cot(self, cot: CotPolicy | str | None) -> CotPolicy:
         """A CoT policy this format applies (one it would ignore is a usage error)."""
@@ -195,7 +205,7 @@ class Encoder:
 
     def render(self, conversation: Any, mode: Mode | str = "train", *, cot: CotPolicy | str | None = None,
                mask: MaskPolicy | str | dict | None = None) -> RenderResult:
-        policy = None if mask is None else MaskPolicy.parse(mask)
+        policy = None if mask is None else self._mask(mask)
         return self.renderer.assemble([self._layout(conversation, _mode(mode), cot, policy)])[0]
 
     def render_batch(self, conversations: Iterable[Any], mode: Mode | str = "train", *,
@@ -216,7 +226,7 @@ class Encoder:
                                  f"{type(conversations).__name__}", field="conversations",
                                  hint="render(conversation) renders one")
         m = _mode(mode)
-        policy = None if mask is None else MaskPolicy.parse(mask)
+        policy = None if mask is None else self._mask(mask)
         cot = self._cot(cot) if cot is not None else None
         out = Batch([])
         pending: list[tuple[int, RenderJob]] = []

@@ -251,6 +251,14 @@ def test_options_a_format_would_ignore_are_usage_errors():
     assert e.value.field == "cot"
     with pytest.raises(OcmlError):
         encoder.Encoder("chatml", reasoning="maybe")
+    for fmt in ("chatml", "apertus"):  # one frame per turn: masks by channel / tool-call body cannot apply
+        for mask in ("final", "no-analysis", "no-tool-bodies"):
+            with pytest.raises(OcmlError) as e:
+                encoder.Encoder(fmt, mask=mask)
+            assert (e.value.code, e.value.field) == ("E-INPUT-ARGUMENT", "mask")
+        with pytest.raises(OcmlError):
+            enc(fmt, **({"reasoning": "think"} if fmt == "chatml" else {})).render(REASONED, mask="final")
+        encoder.Encoder(fmt, mask="last")
     # cot applies to chatml: drop-all removes the reasoning before the reasoning policy sees it
     assert enc("chatml").render(REASONED, cot="drop-all").ids.tolist() == \
         enc("chatml", reasoning="drop").render(REASONED).ids.tolist()

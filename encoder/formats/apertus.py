@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from ..errors import CallSchemaError, InputError, UnrepresentableError
 from ..messages import Conversation, CotPolicy, Message
@@ -49,6 +49,9 @@ from ..pieces import CTL, MessagePlan, Piece
 from .apertus_blocks import TOOL_CALLS, Turn, TurnBuilder, read_messages, turn_pieces
 from .apertus_tools import default_system, developer_text
 from .base import Format, PlanContext
+
+if TYPE_CHECKING:
+    from ..masks import MaskPolicy
 
 STARTS = {"system": "<|system_start|>", "developer": "<|developer_start|>", "user": "<|user_start|>",
           "assistant": "<|assistant_start|>"}
@@ -79,6 +82,11 @@ class Apertus(Format):
 
     def init_options(self) -> dict[str, Any]:
         return {"enable_thinking": self.enable_thinking, "date": self.date, "default_system": self.default_system}
+
+    def mask_unsupported(self, policy: MaskPolicy) -> str | None:
+        if policy.channels is not None or not policy.tool_call_bodies:
+            return "an Apertus assistant turn holds its thoughts, answer and tool calls together: masks by channel or tool-call body cannot apply (roles and last_turn_only can)"
+        return None
 
     def cot_policies(self) -> tuple[CotPolicy, ...]:
         # every thoughts block is written, as the reference template writes them (no retention rule)

@@ -104,6 +104,10 @@ class Format:
         raise UnknownNameError(f"format {self.name!r} has no fill-in-the-middle tokens", code="E-FORMAT-UNAVAILABLE",
                                field="format", hint="use Encoder('chatml') for fill-in-the-middle")
 
+    def mask_unsupported(self, policy: MaskPolicy) -> str | None:
+        """Why this format cannot apply ``policy`` (None: it can); the caller makes it a usage error."""
+        return None
+
     def cot_policies(self) -> tuple[CotPolicy, ...]:
         """The CoT policies that mean something here (any other is a usage error, not ignored)."""
         return tuple(CotPolicy)

@@ -33,10 +33,13 @@ calls).  Differences from ``trl/chat_templates/qwen2_5.jinja``, all deliberate:
   no system text the frame starts at ``# Tools``;
 - ``name=`` is rendered (the spec); Qwen drops names;
 - call arguments given as a JSON string are written as that JSON (Qwen's ``tojson``
-  double-encodes strings; dict arguments agree); tools are written in the OpenAI wrapped
-  form ``{"type": "function", "function": {name, description, parameters}}`` whatever form
-  they came in (Qwen dumps each as given);
-- a reasoning (``analysis``) message is an error: ChatML has no place for it;
+  double-encodes strings; dict arguments agree); arguments that are not JSON are
+  ``E-BODY-CONSTRAINT-VIOLATION``, the one rule of every format (``encoder.arguments``);
+  tools are written in the OpenAI wrapped form ``{"type": "function", "function": {name,
+  description, parameters}}`` whatever form they came in (Qwen dumps each as given);
+- reasoning (``analysis``) follows ``reasoning=`` (``encoder.reasoning``): ``error`` (default,
+  ChatML has no channel for it), ``drop``, or ``think`` (Qwen3's ``<think>`` block before the
+  answer, in the same frame); the CoT policy picks which reasoning is kept, before frames are built;
 - content is always text: ``<|im_end|>`` inside content never becomes the control
   (with a Jinja template on HF tokenizers it does).
 """
@@ -110,6 +113,11 @@ class ChatML(Format):
 
     #: the CoT policy applies first (``Encoder.prepare``); ``reasoning=`` decides what the rest becomes
     inline_reasoning = True
+
+    def mask_unsupported(self, policy: MaskPolicy) -> str | None:
+        if policy.channels is not None or not policy.tool_call_bodies:
+            return "a ChatML assistant frame holds its answer, tool calls and reasoning together: masks by channel or tool-call body cannot apply (roles and last_turn_only can)"
+        return None
 
     def cot_policies(self) -> tuple[CotPolicy, ...]:
         if self.reasoning is Reasoning.DROP:  # keeping reasoning contradicts dropping it
