@@ -118,7 +118,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
 
     check_applies(args, "render")
     make, _ = encoder_factory(args.format, args.tokenizer, args.model, sys.stderr)
-    enc = make(mask=args.mask, cot=args.cot)
+    enc = make(mask=args.mask, cot=args.cot, **_format_options(args))
     conv = load_conversation(args.file, args.line, messages_field=args.messages_field, tools_field=args.tools_field)
     r = enc.render(conv, mode=args.mode)
     if args.color is not None:
@@ -146,10 +146,15 @@ def _cmd_render(args: argparse.Namespace) -> int:
 def _cmd_text(args: argparse.Namespace) -> int:
     from .encoder import Encoder
 
-    enc = Encoder(args.format, args.tokenizer)
+    enc = Encoder(args.format, args.tokenizer, **_format_options(args))
     sys.stdout.write(enc.to_text(load_conversation(args.file, args.line)))
     print()
     return EXIT_OK
+
+
+def _format_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Format options given on the command line (a format that has no such option refuses it: exit 2)."""
+    return {"reasoning": args.reasoning} if getattr(args, "reasoning", None) else {}
 
 
 def _cmd_formats(args: argparse.Namespace) -> int:
@@ -173,7 +178,8 @@ def _cmd_pack(args: argparse.Namespace) -> int:
     unpacked = args.no_pack or (args.output == "megatron" and args.seq_len is None)  # Megatron packs at train time
     opts = None if recipe else PackOptions(
         inputs=tuple(args.inputs), out=Path(args.out), format=args.format, tokenizer=args.tokenizer,
-        model=args.model, seq_len=args.seq_len, mask=args.mask, cot=args.cot, workers=args.workers,
+        model=args.model, seq_len=args.seq_len, mask=args.mask, cot=args.cot, reasoning=args.reasoning,
+        workers=args.workers,
         messages_field=args.messages_field, tools_field=args.tools_field, overlong=args.overlong,
         strict=args.strict, shard_size=args.shard_size, pack=not unpacked, outputs=outputs,
         window=args.window, pad_id=args.pad_id, overwrite=args.overwrite, progress=args.progress,
@@ -226,6 +232,16 @@ def _add_one_conversation_args(p: argparse.ArgumentParser, shared: bool = False)
     p.add_argument("--tokenizer", default=None, metavar="NAME",
                    help="o200k_harmony, o200k_base, cl100k_base, a .tiktoken path, or an HF tokenizer folder / "
                         "tokenizer.json (default: the format's own, control tokens registered)")
+    _add_reasoning(p)
+
+
+def _add_reasoning(p: argparse.ArgumentParser) -> None:
+    from .reasoning import CHOICES
+
+    p.add_argument("--reasoning", default=None, choices=list(CHOICES),
+                   help="chatml only (it has no reasoning channel): what reasoning_content / thinking becomes. "
+                        "error (default) = a bad record; drop = left out; think = <think>...</think> before the "
+                        "answer (Qwen3 layout). Other formats render reasoning natively and refuse this option")
 
 
 def _add_pack(sub: Any) -> None:
@@ -284,6 +300,7 @@ def _pack_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cot", default="default", choices=[c.value for c in CotPolicy],
                    help="chain-of-thought retention: default drops the analysis of turns that ended in final; "
                         "harmony = openai-harmony's exact rule; keep-all; drop-all")
+    _add_reasoning(p)
     p.add_argument("--workers", type=int, default=cpus, metavar="N",
                    help=f"render processes (default: all cores, here {cpus}); the output is identical for any N")
     p.add_argument("--messages-field", default="messages", metavar="NAME",

@@ -134,8 +134,8 @@ class Encoder:
         cls = format_class(self.format_name)
         _check_format_options(cls, format_options)
         self.format = cls(tokenizer, validate_bodies=validate_bodies, **format_options)
-        self.mask = MaskPolicy.parse(mask)
-        self.cot = cot_mod.parse_cot(cot)
+        self.mask = self._mask(mask)
+        self.cot = self._cot(cot)
         self.renderer = Renderer(self.format, tokenizer, threads)
         # The recipe ``__reduce__`` ships to worker processes (the tokenizer pickles as its own recipe).
         self._options: dict[str, Any] = dict(format_options, mask=self.mask, cot=self.cot,
@@ -155,10 +155,38 @@ class Encoder:
         """Controls spelled as text because the tokenizer has no id for them."""
         return self.format.text_controls
 
+    def _mask(self, mask: MaskPolicy | str | dict | None) -> MaskPolicy:
+        """A mask policy this format applies (one it would ignore is a usage error)."""
+        policy = MaskPolicy.parse(mask)
+        why = self.format.mask_unsupported(policy)
+        if why is not None:
+            raise InputError(f"mask {mask!r} has no effect with {self.format_name}: {why}", code="E-INPUT-ARGUMENT",
+                             field="mask", hint="use the default mask, 'last' or 'none' (or a roles / last_turn_only "
+                                                "policy)")
+        return policy
+
+    def _cot(self, cot: CotPolicy | str | None) -> CotPolicy:
+        """A CoT policy this format applies (one it would ignore is a usage error)."""
+        policy = cot_mod.parse_cot(cot)
+        allowed = self.format.cot_policies()
+        if policy not in allowed:
+            raise InputError(f"cot={policy.value!r} has no effect with {self.format_name}"
+                             + (f" (reasoning={self.format.reasoning.value!r})" if hasattr(self.format, "reasoning")
+                                else ""),
+                             code="E-INPUT-ARGUMENT", field="cot",
+                             hint="here cot may be " + ", ".join(p.value for p in allowed))
+        return policy
+
     # -- rendering -------------------------------------------------------------
     def prepare(self, conversation: Any, cot: CotPolicy | str | None = None) -> tuple[Conversation, list[int]]:
         """Normalised, validated conversation and the indices of the messages to render."""
         given = self.format.read(conversation, self.message_shape)
+        policy = self.cot if cot is None else self._cot(cot)
+        if self.format.inline_reasoning:  # reasoning joins its answer's frame: the CoT policy applies first
+            pre = cot_mod.dropped(given.messages, policy)
+            if pre:
+                given = Conversation(tuple(m for k, m in enumerate(given.messages) if k not in pre), given.options,
+                                     chat=given.chat)
         try:
             conv = self.format.normalize(given)
         except OcmlError as exc:
@@ -167,7 +195,6 @@ class Encoder:
             self.format.validate(conv)
         except OcmlError as exc:
             raise relocate(exc, conv.messages) from None
-        policy = self.cot if cot is None else cot_mod.parse_cot(cot)
         drop = cot_mod.dropped(conv.messages, policy)
         keep = [i for i in range(len(conv.messages)) if i not in drop]
         return conv, keep
@@ -193,7 +220,7 @@ class Encoder:
 
     def render(self, conversation: Any, mode: Mode | str = "train", *, cot: CotPolicy | str | None = None,
                mask: MaskPolicy | str | dict | None = None) -> RenderResult:
-        policy = None if mask is None else MaskPolicy.parse(mask)
+        policy = None if mask is None else self._mask(mask)
         return self.renderer.assemble([self._layout(conversation, _mode(mode), cot, policy)])[0]
 
     def render_batch(self, conversations: Iterable[Any], mode: Mode | str = "train", *,
@@ -214,8 +241,8 @@ class Encoder:
                                  f"{type(conversations).__name__}", field="conversations",
                                  hint="render(conversation) renders one")
         m = _mode(mode)
-        policy = None if mask is None else MaskPolicy.parse(mask)
-        cot = cot_mod.parse_cot(cot) if cot is not None else None
+        policy = None if mask is None else self._mask(mask)
+        cot = self._cot(cot) if cot is not None else None
         out = Batch([])
         pending: list[tuple[int, RenderJob]] = []
 
@@ -277,6 +304,8 @@ class Encoder:
                 header: bool = True) -> str:
         from .transcript import to_text
 
+        if cot in ("keep-all", CotPolicy.KEEP_ALL) and CotPolicy.KEEP_ALL not in self.format.cot_policies():
+            cot = None  # the transcript default: this format has no reasoning to keep
         return to_text(self, conversation, mode=_mode(mode), cot=cot, header=header)
 
     def render_fim(self, prefix: str, suffix: str, middle: str | None = None, *, order: str = "psm",

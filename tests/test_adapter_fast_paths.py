@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from encoder import adapters as A
+from encoder.adapters import chat as C
 from encoder.adapters import ChatStyle
 
 _FIELDS = ("role", "content", "channel", "recipient", "call_id", "name", "intent", "content_type", "constrain",
@@ -25,7 +26,7 @@ _style = st.sampled_from([None, ChatStyle(), ChatStyle(content_with_calls="analy
 
 def _read(raw: dict[str, Any], style: ChatStyle | None) -> Any:
     try:
-        return [tuple(getattr(m, f) for f in _FIELDS) for m in A._message(raw, 2, A._Calls(), style)]
+        return [tuple(getattr(m, f) for f in _FIELDS) for m in A.message(raw, 2, A.Calls(), style)]
     except Exception as exc:  # noqa: BLE001 - the error itself is compared
         return (type(exc), str(exc))
 
@@ -35,5 +36,6 @@ def _read(raw: dict[str, Any], style: ChatStyle | None) -> Any:
 def test_harmony_json_fast_path_equals_general_path(raw: dict[str, Any], style: ChatStyle | None) -> None:
     fast = _read(raw, style)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(A, "_HARMONY_KEYS", frozenset())  # general path only
+        mp.setattr(C, "HARMONY_KEYS", frozenset())  # general path only
+        mp.setattr(C, "_FAST_KEYS", frozenset())
         assert _read(raw, style) == fast

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import encoder
-from encoder.errors import CallSchemaError, InputError, UnrepresentableError
+from encoder.errors import BodyConstraintError, CallSchemaError, InputError, UnrepresentableError
 from encoder.events import Delta, MessageEnd, Stop
 from encoder.formats.apertus import to_apertus
 from encoder.formats.apertus_blocks import OUTPUT_SEPARATOR, BracketScan, Turn, split_outputs
@@ -378,7 +378,7 @@ CALL = {"type": "tool_calls", "calls": [{"name": "f", "arguments": "{}"}]}
     ([{"role": "user", "content": "a"}, blocks({"type": "response", "text": "y"}, {"type": "tool_outputs", "outputs": []})],
      CallSchemaError, "E-CALL-SCHEMA", "content", 1),
     ([{"role": "user", "content": "a"}, blocks({"type": "tool_calls", "calls": [{"name": "f", "arguments": "{oops"}]})],
-     CallSchemaError, "E-CALL-SCHEMA", "content", 1),
+     BodyConstraintError, "E-BODY-CONSTRAINT-VIOLATION", "content", 1),  # the one argument rule (encoder.arguments)
     ([{"role": "user", "content": "a"}, blocks(CALL, {"type": "response", "text": "[x]"})],
      UnrepresentableError, "E-UNREPRESENTABLE", "content", 1),
     ([{"role": "user", "content": "a"}, {"role": "system", "content": "late"}], InputError, None, "role", 1),

@@ -82,7 +82,7 @@ def enc() -> encoder.Encoder:
 @pytest.fixture(scope="module")
 def packed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Any], Any]:
     d = tmp_path_factory.mktemp("packed")
-    recs = write_data(d / "in.jsonl", 120, bad={5: "{not json", 40: json.dumps({"messages": [{"role": "robot"}]})})
+    recs = write_data(d / "in.jsonl", 120, bad={5: "{not json", 40: json.dumps({"messages": [{"role": "robot", "content": "beep"}]})})
     res = run(opts([d / "in.jsonl"], d / "out", overlong="split"))
     return d / "out", recs, res
 

@@ -283,7 +283,7 @@ def test_fallback_escapes_and_trailing_lt_uses_a_literal_block():
       {"role": "tool", "name": "functions.f", "call_id": "b", "content": "1"}], CallSchemaError, "call_id", 1),
     ([{"role": "assistant", "channel": "commentary", "recipient": "functions.f", "call_id": "a", "constrain": "json", "content": "{}"},
       {"role": "tool", "name": "functions.f", "content": "1"}], CallSchemaError, "call_id", 1),
-    ([{"role": "user"}, {"content": "no role"}], InputError, "role", 1),
+    ([{"role": "user", "content": ""}, {"content": "no role"}], InputError, "role", 1),
     ([{"role": "user", "content": 5}], InputError, "content", 0),
     ([{"role": "user", "content": "x", "chanel": "final"}], InputError, "chanel", 0),
 ])

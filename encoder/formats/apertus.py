@@ -41,16 +41,21 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from ..errors import CallSchemaError, InputError
 from ..grammar.roles import APERTUS as APERTUS_ROLES
 from ..grammar.text import check_text
 from ..messages import Conversation, Message
+from ..errors import UnrepresentableError
+from ..messages import CotPolicy
 from ..pieces import CTL, MessagePlan, Piece
 from .apertus_blocks import TOOL_CALLS, Turn, TurnBuilder, read_messages, turn_pieces
 from .apertus_tools import default_system, developer_text
 from .base import Format, PlanContext
+
+if TYPE_CHECKING:
+    from ..masks import MaskPolicy
 
 STARTS = {"system": "<|system_start|>", "developer": "<|developer_start|>", "user": "<|user_start|>",
           "assistant": "<|assistant_start|>"}
@@ -80,6 +85,15 @@ class Apertus(Format):
 
     def init_options(self) -> dict[str, Any]:
         return {"enable_thinking": self.enable_thinking, "date": self.date, "default_system": self.default_system}
+
+    def mask_unsupported(self, policy: MaskPolicy) -> str | None:
+        if policy.channels is not None or not policy.tool_call_bodies:
+            return "an Apertus assistant turn holds its thoughts, answer and tool calls together: masks by channel or tool-call body cannot apply (roles and last_turn_only can)"
+        return None
+
+    def cot_policies(self) -> tuple[CotPolicy, ...]:
+        # every thoughts block is written, as the reference template writes them (no retention rule)
+        return (CotPolicy.DEFAULT, CotPolicy.KEEP_ALL)
 
     # -- input ---------------------------------------------------------------------------------
     def read(self, obj: Any, shape: str = "auto") -> Conversation:
@@ -115,7 +129,7 @@ class Apertus(Format):
         out: list[Message] = []
         i = 0
         if msgs and msgs[0].role == "system":
-            out.append(_simple(msgs[0]))
+            out.append(_simple(msgs[0], 0))
             i = 1
         else:
             date = opts.date or self.date  # no hidden clock: no date line unless a date is given
@@ -125,7 +139,7 @@ class Apertus(Format):
             if opts.tools or thinking is not None:
                 raise InputError("the conversation has a developer block and also tools / enable_thinking to build "
                                  "one", index=i, field="role", hint="give one or the other")
-            out.append(_simple(msgs[i]))
+            out.append(_simple(msgs[i], i))
             i += 1
         else:
             out.append(Message(role="developer", content=developer_text(
@@ -144,7 +158,7 @@ class Apertus(Format):
                 if turn is not None:
                     out.append(turn.message())
                     turn = None
-                out.append(_simple(m))
+                out.append(_simple(m, j))
             else:
                 raise InputError(f"a {m.role} message at position {j}", index=j, field="role",
                                  hint="Apertus has one system message (first) and one developer block (right after it)")
@@ -198,7 +212,10 @@ def _raw(text: str) -> str:
     return text
 
 
-def _simple(m: Message) -> Message:
+def _simple(m: Message, index: int) -> Message:
+    if m.name:  # a name carries text the model would never see: refused, not dropped
+        raise UnrepresentableError(f"apertus has no place for the {m.role} message's name {m.name!r}",
+                                   index=index, field="name", hint="drop 'name', or put it in the content")
     return Message(role=m.role, content=m.content, train=m.train, source=m.source, source_field=m.source_field)
 
 

@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..arguments import check_json
 from ..errors import CallSchemaError, InputError, UnrepresentableError
 from ..messages import Message
 from ..pieces import CTL, OFF, TXT, Piece
@@ -326,11 +327,8 @@ def check_call(c: Call) -> None:
     if not _TOOL_NAME.match(c.name):
         raise CallSchemaError(f"tool name {c.name!r} is empty or has characters outside [A-Za-z0-9_.-]",
                               field="content", hint="the name is written inside a JSON string as it is")
-    try:
-        json.loads(c.arguments)
-    except ValueError as exc:
-        raise CallSchemaError(f"arguments of {c.name!r} are not JSON ({exc})", field="content",
-                              hint="Apertus inserts the arguments into a JSON array as they are") from None
+    # the one argument rule of every format (encoder.arguments): Apertus inserts them into a JSON array as they are
+    check_json(c.arguments, index=None, what=f"arguments of {c.name!r}")
 
 
 # -- reading text back ------------------------------------------------------------------------------

@@ -5,14 +5,13 @@ A format turns one message into a ``MessagePlan`` (pieces); it never encodes.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from vocab import ControlTable, Tokenizer, control_table
 
 from ..adapters import DEFAULT_STYLE, ChatStyle, to_conversation
-from ..errors import BodyConstraintError, CallSchemaError, HeaderError, UnknownNameError
+from ..errors import CallSchemaError, HeaderError, UnknownNameError
 from ..grammar.escape import Escaper
 from ..grammar.headers import HEADER_FIELDS, Header, check_round_trip, parse_header
 from ..grammar.headers import check_value as check_header_value
@@ -21,6 +20,8 @@ from ..grammar.roles import OPENCHATML as OPENCHATML_GRAMMAR
 from ..grammar.roles import RoleGrammar
 from ..grammar.text import check_text
 from ..messages import Conversation, Message
+from ..arguments import check_json
+from ..messages import CotPolicy
 from ..pieces import CTL, TXT, MessagePlan, Piece
 
 if TYPE_CHECKING:
@@ -49,6 +50,9 @@ class Format:
     after_message: ClassVar[tuple[Piece, ...]] = ()
     #: what ``to_text`` puts between two messages (the transcript is otherwise the render's text)
     transcript_joiner: ClassVar[str] = "\n"
+    #: reasoning is written inside its answer's frame (ChatML ``reasoning="think"``): the CoT
+    #: policy then applies before ``normalize`` builds the frames (``Encoder.prepare``)
+    inline_reasoning: bool = False
 
     def __init__(self, tokenizer: Tokenizer, *, validate_bodies: bool = True) -> None:
         self.tokenizer = tokenizer
@@ -98,6 +102,14 @@ class Format:
     def fim_pieces(self, **kw: Any) -> list[tuple[Piece, bool, int]]:
         raise UnknownNameError(f"format {self.name!r} has no fill-in-the-middle tokens", code="E-FORMAT-UNAVAILABLE",
                                field="format", hint="use Encoder('chatml') for fill-in-the-middle")
+
+    def mask_unsupported(self, policy: MaskPolicy) -> str | None:
+        """Why this format cannot apply ``policy`` (None: it can); the caller makes it a usage error."""
+        return None
+
+    def cot_policies(self) -> tuple[CotPolicy, ...]:
+        """The CoT policies that mean something here (any other is a usage error, not ignored)."""
+        return tuple(CotPolicy)
 
     def normalize(self, conv: Conversation) -> Conversation:
         """Format-specific rewriting (system synthesis, attribute defaults)."""
@@ -184,12 +196,9 @@ class Format:
         if m.constrain and m.content_type and m.constrain != m.content_type:
             raise HeaderError(f"constrain {m.constrain!r} and content_type {m.content_type!r} disagree",
                               index=i, field="constrain")
-        if ctype == "json" and m.structured is None:
-            try:
-                json.loads(m.content)
-            except ValueError as exc:
-                raise BodyConstraintError(f"body is not valid JSON ({exc})", index=i, field="content",
-                                          hint="fix the JSON or drop the json content type") from None
+        # call bodies read from OpenAI tool_calls were checked where they were read (encoder.arguments)
+        if ctype == "json" and m.structured is None and not _read_checked(m.source_field):
+            check_json(m.content, index=i, what="tool-call arguments" if m.is_tool_call else "body")
 
     def is_tool_reply(self, m: Message) -> bool:
         """A tool's reply: role ``tool``, or a tool's name as the role (the role grammar)."""
@@ -262,6 +271,10 @@ class Format:
             check_value(s, index=None, field="")
             raise encoding_error(text, at, index=None, field="content")
         return self.escaper.text_before(text, end, field=tail_field(s) if self.escaper else "content")
+
+
+def _read_checked(source_field: str | None) -> bool:
+    return source_field is not None and source_field.startswith(("tool_calls[", "function_call"))
 
 
 class PlanContext:

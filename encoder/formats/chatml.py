@@ -33,10 +33,13 @@ calls).  Differences from ``trl/chat_templates/qwen2_5.jinja``, all deliberate:
   no system text the frame starts at ``# Tools``;
 - ``name=`` is rendered (the spec); Qwen drops names;
 - call arguments given as a JSON string are written as that JSON (Qwen's ``tojson``
-  double-encodes strings; dict arguments agree); tools are written in the OpenAI wrapped
-  form ``{"type": "function", "function": {name, description, parameters}}`` whatever form
-  they came in (Qwen dumps each as given);
-- a reasoning (``analysis``) message is an error: ChatML has no place for it;
+  double-encodes strings; dict arguments agree); arguments that are not JSON are
+  ``E-BODY-CONSTRAINT-VIOLATION``, the one rule of every format (``encoder.arguments``);
+  tools are written in the OpenAI wrapped form ``{"type": "function", "function": {name,
+  description, parameters}}`` whatever form they came in (Qwen dumps each as given);
+- reasoning (``analysis``) follows ``reasoning=`` (``encoder.reasoning``): ``error`` (default,
+  ChatML has no channel for it), ``drop``, or ``think`` (Qwen3's ``<think>`` block before the
+  answer, in the same frame); the CoT policy picks which reasoning is kept, before frames are built;
 - content is always text: ``<|im_end|>`` inside content never becomes the control
   (with a Jinja template on HF tokenizers it does).
 """
@@ -48,10 +51,13 @@ from collections.abc import Mapping, Sequence
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
+from ..arguments import check_json
 from ..errors import InputError, UnknownNameError
 from ..grammar.headers import Header
 from ..grammar.roles import CHATML as CHATML_ROLES
 from ..messages import Conversation, Message
+from ..messages import CotPolicy
+from ..reasoning import Reasoning, parse_reasoning, think_block
 from ..pieces import CTL, TXT, MessagePlan, Piece
 from .base import Format, PlanContext
 
@@ -85,7 +91,7 @@ class ChatML(Format):
     transcript_joiner: ClassVar[str] = ""
 
     def __init__(self, tokenizer, *, validate_bodies: bool = True, layout: str = "deployed",  # type: ignore[no-untyped-def]
-                 bos_eos: bool = False, default_system: str | None = None) -> None:
+                 bos_eos: bool = False, default_system: str | None = None, reasoning: str = "error") -> None:
         super().__init__(tokenizer, validate_bodies=validate_bodies)
         try:
             self.layout = Layout(layout)
@@ -100,10 +106,25 @@ class ChatML(Format):
                              hint="e.g. encoder.formats.chatml.QWEN_SYSTEM")
         self.bos_eos = bos_eos
         self.default_system = default_system
+        self.reasoning = parse_reasoning(reasoning)
         self._tail = "\n" if self.layout is Layout.LITERAL else ""
 
     def init_options(self) -> dict[str, Any]:
-        return {"layout": self.layout.value, "bos_eos": self.bos_eos, "default_system": self.default_system}
+        return {"layout": self.layout.value, "bos_eos": self.bos_eos, "default_system": self.default_system,
+                "reasoning": self.reasoning.value}
+
+    #: the CoT policy applies first (``Encoder.prepare``); ``reasoning=`` decides what the rest becomes
+    inline_reasoning = True
+
+    def mask_unsupported(self, policy: MaskPolicy) -> str | None:
+        if policy.channels is not None or not policy.tool_call_bodies:
+            return "a ChatML assistant frame holds its answer, tool calls and reasoning together: masks by channel or tool-call body cannot apply (roles and last_turn_only can)"
+        return None
+
+    def cot_policies(self) -> tuple[CotPolicy, ...]:
+        if self.reasoning is Reasoning.DROP:  # keeping reasoning contradicts dropping it
+            return (CotPolicy.DEFAULT, CotPolicy.DROP_ALL)
+        return tuple(CotPolicy)
 
     # -- conversation level ------------------------------------------------------
     def normalize(self, conv: Conversation) -> Conversation:
@@ -127,16 +148,23 @@ class ChatML(Format):
         while i < n:
             m = msgs[i]
             if m.role == "assistant":
+                think = None
                 if m.channel == "analysis":
-                    raise InputError("chatml has no reasoning channel", code="E-INPUT-REASONING", index=i,
-                                     field="content", hint="drop reasoning_content / thinking, or put it in the content")
+                    think, i = self._reasoning(msgs, i)
+                    if i >= n or msgs[i].role != "assistant" or msgs[i].source != m.source \
+                            or msgs[i].channel == "analysis":
+                        if think is not None:  # reasoning with no answer in its message: a frame of its own
+                            out.append(_frame(m, think_block(think, "")))
+                        continue
+                    m = msgs[i]
                 j = i + 1 if m.recipient is None else i
                 parts = [m.content] if (m.recipient is None and m.content) else []
                 while j < n and msgs[j].role == "assistant" and msgs[j].recipient is not None \
                         and msgs[j].source == m.source:
-                    parts.append(_tool_call(msgs[j]))
+                    parts.append(self._tool_call(msgs[j], j))
                     j += 1
-                out.append(_frame(m, "\n".join(parts) if j > i + 1 or m.recipient is not None else m.content))
+                body = "\n".join(parts) if j > i + 1 or m.recipient is not None else m.content
+                out.append(_frame(m, body if think is None else think_block(think, body)))
                 i = max(j, i + 1)
             elif m.role == "tool" and (conv.chat or m.recipient is not None or m.call_id is not None):
                 j = i
@@ -150,6 +178,32 @@ class ChatML(Format):
                 out.append(_frame(m, m.content))
                 i += 1
         return Conversation(tuple(out), conv.options, chat=conv.chat)
+
+    def _reasoning(self, msgs: Sequence[Message], i: int) -> tuple[str | None, int]:
+        """The ``reasoning=`` policy on the analysis message(s) at ``i`` (``encoder.reasoning``):
+        the reasoning text to write (None: nothing) and the index after them."""
+        m = msgs[i]
+        if self.reasoning is Reasoning.ERROR:
+            raise InputError("chatml has no reasoning channel", code="E-INPUT-REASONING", index=i,
+                             field="content",
+                             hint="choose what to do with reasoning_content / thinking: Encoder('chatml', "
+                                  "reasoning='think') writes it as <think>...</think> before the answer (Qwen3), "
+                                  "reasoning='drop' leaves it out (CLI: --reasoning think|drop)")
+        texts = []
+        while i < len(msgs) and msgs[i].channel == "analysis" and msgs[i].role == "assistant" \
+                and msgs[i].source == m.source:
+            texts.append(msgs[i].content)
+            i += 1
+        return ("\n\n".join(texts) if self.reasoning is Reasoning.THINK else None), i
+
+    def _tool_call(self, m: Message, i: int) -> str:
+        name = m.recipient or ""
+        if name.startswith("functions."):
+            name = name[len("functions."):]
+        args = m.content
+        if self.validate_bodies:
+            check_json(args, index=i, what="tool-call arguments")  # the one argument rule (encoder.arguments)
+        return '<tool_call>\n{"name": "' + name + '", "arguments": ' + args + "}\n</tool_call>"
 
     def message_flags(self, messages: Sequence[Message], policy: MaskPolicy) -> list[Flags]:
         # The header line is always the runtime's prompt: the model stops at <|im_end|> and
@@ -208,22 +262,6 @@ class ChatML(Format):
 def _frame(m: Message, content: str) -> Message:
     return Message(role=m.role, content=content, name=m.name, train=m.train, source=m.source,
                    source_field=m.source_field)
-
-
-def _json_text(value: str) -> str:
-    """A call's arguments as JSON: JSON text as it is, anything else as a JSON string."""
-    try:
-        json.loads(value)
-    except ValueError:
-        return json.dumps(value, ensure_ascii=False)
-    return value
-
-
-def _tool_call(m: Message) -> str:
-    name = m.recipient or ""
-    if name.startswith("functions."):
-        name = name[len("functions."):]
-    return '<tool_call>\n{"name": "' + name + '", "arguments": ' + _json_text(m.content) + "}\n</tool_call>"
 
 
 def tools_block(tools: Sequence[Mapping[str, Any]]) -> str:

@@ -55,6 +55,8 @@ class PackOptions:
     seq_len: int | None = None
     mask: str = "default"
     cot: str = "default"
+    #: ChatML's reasoning policy (``encoder.reasoning``); None = the format's default, any other format refuses it
+    reasoning: str | None = None
     workers: int = 0                 # 0 = all cores
     messages_field: str = "messages"
     tools_field: str = "tools"
@@ -104,6 +106,7 @@ class PackOptions:
             "keep_untrained": self.keep_untrained, "ocml": ocml_version(),
             "pad_to_multiple_of": self.pad_to_multiple_of, "seq_idx": self.seq_idx,
             "shape": self.shape, "shape_options": repr(enc.shape_options),
+            **({"reasoning": self.reasoning} if self.reasoning else {}),
         }
 
 

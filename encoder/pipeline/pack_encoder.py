@@ -36,4 +36,6 @@ def encoder_factory(format: str | None, tokenizer: str | None, model: str | None
 def pack_encoder(opts: Any, log: IO[str]) -> tuple[Any, dict[str, Any] | None]:
     """``(Encoder, detection or None)`` for ``PackOptions``."""
     make, detection = encoder_factory(opts.format, opts.tokenizer, opts.model, log)
-    return make(mask=opts.mask, cot=opts.cot, shape=opts.shape, shape_options=opts.shape_options()), detection
+    reasoning = {"reasoning": opts.reasoning} if opts.reasoning else {}  # a format without the option refuses it
+    return make(mask=opts.mask, cot=opts.cot, shape=opts.shape, shape_options=opts.shape_options(), **reasoning), \
+        detection

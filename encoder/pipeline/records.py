@@ -18,9 +18,10 @@ Message-level shapes (OpenAI / HF chat, openai-harmony JSON, canonical, §10) ar
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
+from ..adapters.values import decoded as _decoded  # one rule for the API and the CLI
 from ..errors import InputError
 
 SHAREGPT_FIELD = "conversations"
@@ -127,21 +128,6 @@ def sharegpt_messages(turns: Any) -> list[dict[str, Any]]:
         else:
             out.append({"role": "assistant", "content": None, "tool_calls": [tool_call]})
     return out
-
-
-def _decoded(value: Any, field: str) -> Any:
-    """A column value, JSON-decoded when it was stored as a string."""
-    if isinstance(value, (str, bytes)):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{field!r} is a string but not JSON ({exc.msg} at char {exc.pos})", field=field,
-                             hint="store it as a list, or as valid JSON text") from None
-    if isinstance(value, Sequence) or isinstance(value, Mapping):
-        return value if not isinstance(value, tuple) else list(value)
-    if hasattr(value, "tolist"):  # numpy arrays of objects from pandas / Arrow conversions
-        return value.tolist()
-    return value
 
 
 def looks_like(a: str, b: str) -> bool:

@@ -1,0 +1,90 @@
+"""Conversation-level options: ``{"messages": [...], "tools": [...], "reasoning_effort": ...}``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import InputError
+from ..messages import Options
+from .suggest import suggest
+from .values import as_str, decoded
+
+OPTION_KEYS = frozenset({"tools", "builtin_tools", "reasoning_effort", "date", "conversation_start_date",
+                         "knowledge_cutoff", "model_identity", "instructions", "functions"})
+# Conversation-level keys that say nothing about rendering: record metadata and the request
+# parameters of a Chat Completions call.  Any other unknown key is an error (a typo such as
+# ``reasoning_efort`` must not silently render the default).
+IGNORED_OPTIONS = frozenset({"id", "metadata", "source", "dataset", "split", "uuid", "created_at", "timestamp",
+                             "model", "tool_choice", "parallel_tool_calls", "temperature", "top_p", "max_tokens",
+                             "max_completion_tokens", "stream", "n", "stop", "seed", "user", "response_format",
+                             "function_call"})
+
+
+def read_options(d: Mapping[str, Any]) -> Options:
+    unknown = sorted(k for k in d if k != "messages" and k not in OPTION_KEYS and k not in IGNORED_OPTIONS)
+    if unknown:
+        raise InputError(f"unknown conversation option {unknown[0]!r}", code="E-INPUT-OPTION", field=unknown[0],
+                         hint=suggest(unknown[0], [*OPTION_KEYS, "messages"])
+                         + "options: " + ", ".join(sorted(OPTION_KEYS)))
+    tools = d.get("tools")
+    legacy = d.get("functions")  # the pre-tools Chat Completions name: a list of bare function definitions
+    if legacy is not None:
+        if tools is not None:
+            raise InputError("both 'tools' and the legacy 'functions' are given", field="functions",
+                             hint="give the tool definitions once, in 'tools'")
+        tools = legacy
+    field = "functions" if legacy is not None else "tools"
+    if tools is not None:
+        tools = decoded(tools, field)
+        if not isinstance(tools, Sequence) or isinstance(tools, (str, bytes)):
+            raise InputError(f"{field!r} must be a list of tool definitions, got {type(tools).__name__}", field=field)
+        tools = tuple(tool_def(t, i, field) for i, t in enumerate(tools))
+    builtin = decoded(d.get("builtin_tools"), "builtin_tools")
+    if builtin is not None:
+        if isinstance(builtin, str) or not isinstance(builtin, Sequence) or not all(isinstance(b, str) for b in builtin):
+            raise InputError("'builtin_tools' must be a list of names", field="builtin_tools",
+                             hint='e.g. ["browser", "python"]')
+        builtin = tuple(as_str(b) for b in builtin)
+    effort = d.get("reasoning_effort")
+    if effort is not None:
+        if not isinstance(effort, str) or effort.lower() not in ("low", "medium", "high"):
+            raise InputError(f"reasoning_effort {effort!r} is not low, medium or high", field="reasoning_effort")
+        effort = as_str(effort).lower()
+    strings = {}
+    for key in ("date", "conversation_start_date", "knowledge_cutoff", "model_identity", "instructions"):
+        val = d.get(key)
+        if val is not None and not isinstance(val, str):
+            raise InputError(f"{key} must be a string, got {type(val).__name__}", field=key)
+        strings[key] = as_str(val)
+    return Options(
+        tools=tools,
+        builtin_tools=builtin,
+        reasoning_effort=effort,
+        date=strings["date"] if strings["date"] is not None else strings["conversation_start_date"],
+        knowledge_cutoff=strings["knowledge_cutoff"],
+        model_identity=strings["model_identity"],
+        instructions=strings["instructions"],
+    )
+
+
+def tool_def(t: Any, i: int, field: str = "tools") -> dict[str, Any]:
+    """OpenAI-wrapped ``{"type":"function","function":{...}}`` or bare ``{name, description, parameters}``."""
+    if type(t) is not dict:
+        t = decoded(t, f"{field}[{i}]") if isinstance(t, (str, bytes)) else t
+    if isinstance(t, Mapping) and t.get("type") not in (None, "function"):
+        raise InputError(f"tool {i} has type {t.get('type')!r}", code="E-INPUT-TOOL", field=f"{field}[{i}].type",
+                         hint="function tools only ({'type': 'function', 'function': {...}}); ocml has no "
+                              "rendering for custom / built-in tool definitions here (Harmony: builtin_tools)")
+    if isinstance(t, Mapping) and isinstance(t.get("function"), Mapping):
+        t = t["function"]
+    if not isinstance(t, Mapping) or not isinstance(t.get("name"), str) or not t["name"]:
+        raise InputError(f"tool {i} has no name", field=f"{field}[{i}]",
+                         hint="a tool is {'name': ..., 'description': ..., 'parameters': {...JSON Schema}}")
+    desc = t.get("description")
+    if desc is not None and not isinstance(desc, str):
+        raise InputError(f"tool {i}'s description must be a string", field=f"{field}[{i}].description")
+    params = decoded(t.get("parameters"), f"{field}[{i}].parameters")
+    if params is not None and not isinstance(params, Mapping):
+        raise InputError(f"tool {i}'s parameters must be a JSON Schema object", field=f"{field}[{i}].parameters")
+    return {"name": as_str(t["name"]), "description": as_str(desc) or "", "parameters": params}

@@ -1,0 +1,11 @@
+"""``did you mean ...?`` for a misspelt name (keys, options, roles, arguments)."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+
+
+def suggest(word: str, choices: Sequence[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.75)
+    return f"did you mean {close[0]!r}? " if close else ""
