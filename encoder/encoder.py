@@ -19,6 +19,7 @@ from .errors import InputError, InputTypeError, OcmlError
 from .formats import format_class
 from .masks import MaskPolicy
 from .messages import Conversation, CotPolicy, Message, Mode
+from .prefill import check_continuable
 from .render import Renderer, RenderJob, RenderResult
 
 
@@ -171,8 +172,11 @@ class Encoder:
         kept = msgs if len(keep) == len(msgs) else [msgs[i] for i in keep]
         flags = self.format.message_flags(kept, self.mask if mask is None else mask)
         dropped = () if len(keep) == len(msgs) else tuple(sorted(set(range(len(msgs))).difference(keep)))
+        if mode is Mode.CONTINUE:
+            check_continuable(conv, keep)
         try:
-            return self.renderer.layout(conv, keep, flags, mode is Mode.TRAIN, mode is Mode.PROMPT, dropped)
+            return self.renderer.layout(conv, keep, flags, mode in (Mode.TRAIN, Mode.CONTINUE), mode is Mode.PROMPT,
+                                        dropped, open_last=mode is Mode.CONTINUE)
         except OcmlError as exc:
             raise relocate(exc, msgs) from None
 
@@ -308,6 +312,13 @@ class Encoder:
         from .stream.decoder import StreamDecoder
 
         return StreamDecoder(self, role=role, **kw)
+
+    def chunker(self, role: str | None = "assistant", **kw: Any) -> Any:
+        """OpenAI ``chat.completion.chunk`` dicts for a stream (``encoder.openai_chunks.Chunker``):
+        ``feed(ids)`` / ``finish(stop_reason=None, eos=False)`` -> list of chunks."""
+        from .openai_chunks import Chunker
+
+        return Chunker(self, role=role, **kw)
 
     # -- HF export (encoder.template) ----------------------------------------------------
     def chat_template(self, training: bool = False) -> str:
