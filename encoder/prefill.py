@@ -48,9 +48,15 @@ def check_continuable(conv: Conversation, keep: list[int]) -> None:
 
 def prefill_ids(enc: Encoder, prefill: Any) -> list[int]:
     """The ids of a ``render(..., mode="continue")`` result, or of rendering a message dict /
-    ``Message`` / conversation that way (its last message is the one continued)."""
+    ``Message`` / conversation that way (its last message is the one continued), or the
+    prompt's ids themselves (a list / array of ints ending inside the open message)."""
+    import numpy as np
+
     from .render import RenderResult
 
+    if isinstance(prefill, np.ndarray) or (isinstance(prefill, (list, tuple)) and prefill
+                                           and all(type(i) is int for i in prefill)):
+        return np.asarray(prefill).astype(np.int64).tolist()  # the prompt's ids (generate() sends them)
     if isinstance(prefill, Message):
         prefill = [prefill.to_dict()]
     if isinstance(prefill, (dict, list, tuple)):

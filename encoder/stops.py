@@ -215,21 +215,145 @@ def _make_criteria_class(base: type) -> type:
     return OcmlStoppingCriteria
 
 
+def _hf_class(module: str, name: str, needs_torch: bool) -> type | None:
+    """transformers' real ``module.name``, or None where it cannot be used.
+
+    "torch imports" is not enough: ``from transformers import StoppingCriteria`` gives a
+    dummy class (its ``__init__`` raises) when transformers decided at import time that
+    torch is unavailable, and that decision sticks for the process.  So the class is taken
+    from its own module (which imports torch itself) and refused if it is a dummy.
+    """
+    import importlib
+
+    try:
+        if needs_torch:
+            import torch  # type: ignore[import-not-found]  # noqa: F401
+        cls = getattr(importlib.import_module(module), name)
+    except Exception:
+        return None
+    if not isinstance(cls, type) or type(cls).__name__ == "DummyObject":
+        return None
+    return cls
+
+
 def hf_stopping_criteria(enc: Encoder | str, mode: str = "assistant", tokenizer: Tokenizer | None = None) -> Any:
     """A ``transformers.StoppingCriteria`` for ``generate(stopping_criteria=[...])``.
 
     transformers (and torch) are imported lazily; when either is missing the
     returned object has the same interface on a plain base class, which is handy for
-    tests and for samplers that call it with lists or numpy arrays.
+    tests and for samplers that call it with lists or numpy arrays.  In a batch each row
+    stops on its own (``generate`` keeps going until every row is done).
     """
-    base: type = object
-    try:
-        import torch  # type: ignore[import-not-found]  # noqa: F401  (without torch transformers only has a dummy)
-        from transformers import StoppingCriteria  # type: ignore[import-not-found]
-
-        base = StoppingCriteria
-    except Exception:
-        pass
+    base = _hf_class("transformers.generation.stopping_criteria", "StoppingCriteria", needs_torch=True) or object
     cls = _make_criteria_class(base)
     tok = _tokenizer(enc, tokenizer)
     return cls(stop_ids(enc, mode, tok), stop_strings(enc, mode, tok), tok.decode_bytes)
+
+
+_END = object()
+
+
+def _make_streamer_class(base: type) -> type:
+    class OcmlStreamer(base):  # type: ignore[misc, valid-type]
+        """A ``generate(streamer=...)`` streamer that reads the ids with ocml's decoder (see ``hf_streamer``)."""
+
+        def __init__(self, enc: Encoder, *, output: str = "chunks", role: str | None = "assistant",
+                     prefill: bool = False, timeout: float | None = None, **chunker_kw: Any) -> None:
+            from .encoder import Encoder
+
+            expect(enc, Encoder, "enc", "an Encoder")
+            if output not in ("chunks", "events"):
+                raise UnknownNameError(f"unknown streamer output {output!r}", field="output",
+                                       hint="'chunks' (OpenAI chat.completion.chunk dicts) or 'events' (ocml events)")
+            if prefill is not True and prefill is not False:
+                raise InputTypeError(f"prefill must be True or False, got {prefill!r}", field="prefill",
+                                     hint="True when the prompt ends inside an open message (render mode="
+                                          "'continue', apply_chat_template(continue_final_message=True))")
+            if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
+                raise InputTypeError(f"timeout must be a positive number of seconds or None, got {timeout!r}",
+                                     field="timeout")
+            import queue
+
+            self.enc = enc
+            self.output = output
+            self.role = role
+            self.prefill = prefill
+            self.timeout = timeout
+            self.chunker_kw = chunker_kw
+            self.queue: queue.Queue[Any] = queue.Queue()
+            self.streams: list[Any] = []   # one Chunker (chunks) or StreamDecoder (events) per row
+            self._prompt_seen = False
+
+        # -- BaseStreamer ----------------------------------------------------------------
+        def put(self, value: Any) -> None:
+            rows = value.tolist() if hasattr(value, "tolist") else list(value)
+            if not self._prompt_seen:  # generate() sends the prompt first: [batch, prompt_len]
+                self._prompt_seen = True
+                prompts = rows if rows and isinstance(rows[0], list) else [rows]
+                self._open(prompts)
+                return
+            if len(rows) != len(self.streams):
+                raise InputError(f"the streamer got {len(rows)} rows after a prompt of {len(self.streams)}",
+                                 field="value")
+            for r, ids in enumerate(rows):
+                self._send(r, self.streams[r].feed(ids if isinstance(ids, list) else [ids]))
+
+        def end(self) -> None:
+            for r, s in enumerate(self.streams):
+                self._send(r, s.finish())
+            self.queue.put(_END)
+
+        # -- iteration, like TextIteratorStreamer ---------------------------------------------
+        def __iter__(self) -> OcmlStreamer:
+            return self
+
+        def __next__(self) -> Any:
+            item = self.queue.get(timeout=self.timeout)
+            if item is _END:
+                raise StopIteration
+            return item
+
+        # -- internals -------------------------------------------------------------------
+        def _open(self, prompts: list[list[int]]) -> None:
+            if self.output == "events" and len(prompts) != 1:
+                raise InputError(f"output='events' streams one sequence, got a batch of {len(prompts)}",
+                                 field="output", hint="output='chunks' streams a batch (choices[0].index = row)")
+            self.streams = []
+            for r, prompt in enumerate(prompts):
+                kw: dict[str, Any] = {"prefill": prompt} if self.prefill else {"role": self.role}
+                if self.output == "chunks":
+                    self.streams.append(self.enc.chunker(index=r, **kw, **self.chunker_kw))
+                else:
+                    self.streams.append(self.enc.decoder(**kw, **self.chunker_kw))
+
+        def _send(self, row: int, items: list[Any]) -> None:
+            for it in items:
+                self.queue.put(it)
+
+    return OcmlStreamer
+
+
+def hf_streamer(enc: Encoder, *, output: str = "chunks", role: str | None = "assistant", prefill: bool = False,
+                timeout: float | None = None, **kw: Any) -> Any:
+    """A ``transformers`` streamer for ``model.generate(..., streamer=...)`` that reads the generated
+    ids with ocml's stream decoder, iterable like ``TextIteratorStreamer``::
+
+        streamer = ocml.stops.hf_streamer(enc, model="my-model")
+        Thread(target=model.generate, kwargs=dict(input_ids=prompt, streamer=streamer,
+               stopping_criteria=[ocml.stops.hf_stopping_criteria(enc)], max_new_tokens=256)).start()
+        for chunk in streamer:               # OpenAI chat.completion.chunk dicts
+            ...
+
+    ``generate`` sends the prompt first (skipped: it only sizes the batch, or with
+    ``prefill=True`` - a prompt that ends inside an open message, ``mode="continue"`` /
+    ``continue_final_message=True`` - puts each row's decoder there), then each step's ids.
+    ``output="chunks"`` (default) yields ``chat.completion.chunk`` dicts (``enc.chunker``;
+    a batch row is ``choices[0].index``; ``model=``, ``id=``, ``include_usage=``... go to
+    the chunker), the last one with ``finish_reason``; ``output="events"`` yields the
+    decoder's events (one sequence).  Ids after a row's stop (``generate`` pads finished
+    rows) are ignored.  ``timeout``: seconds ``next()`` waits (``queue.Empty`` after it).
+    A subclass of ``transformers.generation.streamers.BaseStreamer`` when transformers is
+    installed (no torch needed to build it).
+    """
+    base = _hf_class("transformers.generation.streamers", "BaseStreamer", needs_torch=False) or object
+    return _make_streamer_class(base)(enc, output=output, role=role, prefill=prefill, timeout=timeout, **kw)
