@@ -5,7 +5,9 @@ inference template) and ``additional_chat_templates/training.jinja`` (transforme
 files for named templates; ``apply_chat_template(..., chat_template="training")`` picks
 it), ``eos_token`` = the format's first stop token (the answer's end, ``<|return|>``),
 ``pad_token`` = ``<|endoftext|>`` where the vocabulary has it, ``chat_control_tokens`` (so
-``sanitize_control_tokens=True`` knows them), and ``generation_config.json`` whose
+``sanitize_control_tokens=True`` knows them), ``response_template`` (``encoder.template.response``:
+``tokenizer.parse_response(ids, prefix=prompt)`` gives ``to_openai``'s message, transformers
+>= 5.13), and ``generation_config.json`` whose
 ``eos_token_id`` lists every stop id, so ``generate`` stops at the end of an answer *and*
 at a tool call.
 """
@@ -20,6 +22,7 @@ from vocab.errors import DependencyError
 from ..errors import UnrepresentableError
 from ..stops import stop_tokens
 from .export import chat_template
+from .response import response_template
 
 if TYPE_CHECKING:
     from ..encoder import Encoder
@@ -53,6 +56,7 @@ def hf_tokenizer(enc: Encoder) -> Any:
     if hf.pad_token is None:
         hf.pad_token = hf.eos_token  # already a special token: no id is added
     hf.chat_template = templates
+    hf.response_template = response_template(enc)  # transformers >= 5.13: tokenizer.parse_response
     hf.chat_control_tokens = [t for t in enc.format.table.all_tokens if enc.tokenizer.control_id(t) is not None]
     return hf
 
