@@ -1,6 +1,7 @@
 """``save_pretrained``: a folder ``AutoTokenizer.from_pretrained`` loads offline.
 
-Written: the tokenizer (``Tokenizer.to_hf``, same ids), ``chat_template.jinja`` (the
+Written: the tokenizer (``Tokenizer.to_hf``, same ids; ``tokenizer_class``
+``PreTrainedTokenizerFast``, which transformers 4.x and 5.x both load), ``chat_template.jinja`` (the
 inference template) and ``additional_chat_templates/training.jinja`` (transformers 5's
 files for named templates; ``apply_chat_template(..., chat_template="training")`` picks
 it), ``eos_token`` = the format's first stop token (the answer's end, ``<|return|>``),
@@ -66,6 +67,21 @@ def generation_config(enc: Encoder, hf: Any) -> dict[str, Any]:
     return {"eos_token_id": enc.stop_ids(), "pad_token_id": hf.pad_token_id}
 
 
+#: the class name every transformers version since 4.x resolves (5.x names its fast tokenizer
+#: ``TokenizersBackend``, a name 4.x does not know: "TokenizersBackend does not exist")
+PORTABLE_TOKENIZER_CLASS = "PreTrainedTokenizerFast"
+
+
+def portable_class(config: Path) -> None:
+    """Name the tokenizer class the way transformers 4.x and 5.x both load it."""
+    import json
+
+    data = json.loads(config.read_text("utf-8"))
+    if data.get("tokenizer_class") != PORTABLE_TOKENIZER_CLASS:
+        data["tokenizer_class"] = PORTABLE_TOKENIZER_CLASS
+        config.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", "utf-8")
+
+
 def save_pretrained(enc: Encoder, directory: str | Path) -> Path:
     """Write ``enc``'s tokenizer, chat templates and generation config to ``directory``."""
     try:
@@ -76,5 +92,6 @@ def save_pretrained(enc: Encoder, directory: str | Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     hf = hf_tokenizer(enc)
     hf.save_pretrained(str(out))
+    portable_class(out / "tokenizer_config.json")
     GenerationConfig(**generation_config(enc, hf)).save_pretrained(str(out))
     return out
