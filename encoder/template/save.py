@@ -1,10 +1,10 @@
 """``save_pretrained``: a folder ``AutoTokenizer.from_pretrained`` loads offline.
 
 Written: the tokenizer (``Tokenizer.to_hf``, same ids; ``tokenizer_class``
-``PreTrainedTokenizerFast``, which transformers 4.x and 5.x both load), ``chat_template.jinja`` (the
-inference template) and ``additional_chat_templates/training.jinja`` (transformers 5's
-files for named templates; ``apply_chat_template(..., chat_template="training")`` picks
-it), ``eos_token`` = the format's first stop token (the answer's end, ``<|return|>``),
+``PreTrainedTokenizerFast``, which transformers 4.x and 5.x both load), both templates as
+named templates in ``tokenizer_config.json`` (``default``: the inference template;
+``training``: ``apply_chat_template(..., chat_template="training")`` picks it; see
+``portable_config`` for why not transformers 5's ``chat_template.jinja`` files), ``eos_token`` = the format's first stop token (the answer's end, ``<|return|>``),
 ``pad_token`` = ``<|endoftext|>`` where the vocabulary has it, ``chat_control_tokens`` (so
 ``sanitize_control_tokens=True`` knows them), ``response_template`` (``encoder.template.response``:
 ``tokenizer.parse_response(ids, prefix=prompt)`` gives ``to_openai``'s message, transformers
@@ -72,14 +72,25 @@ def generation_config(enc: Encoder, hf: Any) -> dict[str, Any]:
 PORTABLE_TOKENIZER_CLASS = "PreTrainedTokenizerFast"
 
 
-def portable_class(config: Path) -> None:
-    """Name the tokenizer class the way transformers 4.x and 5.x both load it."""
-    import json
+def portable_config(out: Path, templates: dict[str, str]) -> None:
+    """Make the folder load the same way in transformers 4.x and 5.x.
 
+    ``tokenizer_class``: the name both know.  Templates: in ``tokenizer_config.json``'s
+    ``chat_template`` list of named templates, which every version reads, instead of the
+    files transformers 5 writes (``chat_template.jinja``, ``additional_chat_templates/``):
+    4.x before ~4.49 reads neither file, and 4.49 - 4.5x read ``chat_template.jinja`` but
+    not the folder - then ``chat_template="training"`` is taken as the template text itself.
+    """
+    import json
+    import shutil
+
+    config = out / "tokenizer_config.json"
     data = json.loads(config.read_text("utf-8"))
-    if data.get("tokenizer_class") != PORTABLE_TOKENIZER_CLASS:
-        data["tokenizer_class"] = PORTABLE_TOKENIZER_CLASS
-        config.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", "utf-8")
+    data["tokenizer_class"] = PORTABLE_TOKENIZER_CLASS
+    data["chat_template"] = [{"name": name, "template": text} for name, text in templates.items()]
+    config.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", "utf-8")
+    (out / "chat_template.jinja").unlink(missing_ok=True)
+    shutil.rmtree(out / "additional_chat_templates", ignore_errors=True)
 
 
 def save_pretrained(enc: Encoder, directory: str | Path) -> Path:
@@ -92,6 +103,6 @@ def save_pretrained(enc: Encoder, directory: str | Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     hf = hf_tokenizer(enc)
     hf.save_pretrained(str(out))
-    portable_class(out / "tokenizer_config.json")
+    portable_config(out, hf.chat_template)
     GenerationConfig(**generation_config(enc, hf)).save_pretrained(str(out))
     return out
