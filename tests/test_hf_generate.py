@@ -152,3 +152,33 @@ def test_streamer_events_and_prefill():
     events = list(ev)
     assert [type(e).__name__ for e in events][-2:] == ["MessageEnd", "Stop"]
     assert "".join(e.text for e in events if type(e).__name__ == "Delta") == turns("harmony")["final"]["content"]
+
+
+def test_criteria_never_builds_on_transformers_dummy():
+    """The order-dependent failure: once transformers decided torch was unavailable (here: torch
+    blocked while transformers is first imported), ``from transformers import StoppingCriteria``
+    is a dummy whose ``__init__`` raises, though torch imports fine afterwards.  ocml takes the
+    class from its own module (which imports torch) and never the dummy."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "sys.modules['torch'] = None\n"
+        "import transformers\n"
+        "try:\n"
+        "    from transformers import StoppingCriteria\n"
+        "except Exception:\n"
+        "    StoppingCriteria = None\n"
+        "del sys.modules['torch']\n"
+        "import torch, encoder\n"
+        "from encoder.stops import hf_stopping_criteria\n"
+        "crit = hf_stopping_criteria(encoder.Encoder('harmony'))\n"
+        "out = crit(torch.tensor([[1, 200002], [1, 2]]), None)\n"
+        "assert out.tolist() == [True, False], out\n"
+        "from transformers.generation.stopping_criteria import StoppingCriteria as Real\n"
+        "assert isinstance(crit, Real)\n"
+        "print('ok', type(StoppingCriteria).__name__)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.startswith("ok"), run.stderr[-2000:]
