@@ -294,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("render", help="render one conversation and show its ids and loss mask",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_one_conversation_args(r)
-    r.add_argument("--mode", default="train", choices=["train", "prompt", "history"],
+    r.add_argument("--mode", default="train", choices=["train", "prompt", "history", "continue"],
                    help="train (supervised target), prompt (history + generation prompt), history (default %(default)s)")
     r.add_argument("--cot", default=None, choices=["default", "harmony", "keep-all", "drop-all"],
                    help="chain-of-thought retention (default: default)")
