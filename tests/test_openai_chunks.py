@@ -250,3 +250,21 @@ def test_prefilled_stream_continues_the_open_message(fmt, tok):
         enc.decoder(role="assistant", prefill=conv)
     with pytest.raises(InputError):
         enc.decoder(prefill=enc.render(conv, mode="train"))
+
+
+@pytest.mark.parametrize(("fmt", "tok"), [("harmony", None), ("openchatml-2.2", "o200k_base")])
+def test_engine_stopped_on_a_control_that_is_no_stop(fmt, tok):
+    """stop mode "all" (<|end|> a stop id / string too): the engine stripped <|end|> after an
+    analysis message: the message is complete, the stream stopped on purpose (finish_reason stop)."""
+    enc = enc_for(fmt, tok)
+    ids = completion(enc, turns(fmt)["reasoning+final"])
+    text = enc.tokenizer.decode_bytes(ids)
+    end = text.find(b"<|end|>")
+    head = [i for i in ids[:ids.index(enc.tokenizer.control_id("<|end|>"))]] if not tok else \
+        enc.tokenizer.encode_text(text[:end].decode())
+    reason = enc.tokenizer.control_id("<|end|>") if not tok else "<|end|>"
+    ck = enc.chunker(id="x", created=1)
+    got = accumulate(ck.feed(head) + ck.finish(stop_reason=reason))
+    assert got == {"message": {"role": "assistant", "content": None, "reasoning_content": "Think: sun.\nOk."},
+                   "finish_reason": "stop"}
+    assert ck.decoder.stopped.reason == "stop_id" and ck.decoder.status == "no_final"

@@ -404,10 +404,15 @@ class StreamDecoder:
         in_call = fm.state == "calls" or (fm.state == "content" and h is not None
                                           and h.recipient is not None and h.recipient != "all")
         es = engine_stop(self.enc, stop_reason, eos=eos, stop_controls=self._stopping, in_call=in_call)
+        out: list[Event] = []
         if es.ids:
             out = self.feed(list(es.ids))  # the stripped control, as the model generated it
-            return out if self._done else out + self._close_stream(self._end_stream)
-        token = es.string if es.string is not None else self._names.get(es.stop_id, f"<id {es.stop_id}>")
+            if self._done:  # a stop control (<|return|>, <|call|>...): it stopped as in-stream
+                return out
+        # a stop string, a stop id, or a control that is no stop here (<|end|> as a stop id): the
+        # engine stopped on it on purpose
+        token = es.string if es.string is not None else (
+            self._names.get(es.ids[-1] if es.ids else es.stop_id) or str(stop_reason))
 
         def stop(end: int) -> None:
             if es.string is not None and fm.state == "content":
@@ -416,7 +421,7 @@ class StreamDecoder:
                 self._end_stream(end)
             self._stop("stop_string" if es.string is not None else "stop_id", token, end, end)
 
-        return self._close_stream(stop)
+        return out + self._close_stream(stop)
 
     def cancel(self, reason: str = "cancelled") -> list[Event]:
         """End the stream on purpose (the client went away, the user pressed stop).
