@@ -309,6 +309,9 @@ class Encoder:
         return stop_strings(self, mode)
 
     def decoder(self, role: str | None = None, **kw: Any) -> Any:
+        """A stream decoder (``encoder.stream.decoder.StreamDecoder``): ``feed(ids)`` / ``finish(stop_reason=None,
+        eos=False)`` -> events.  ``prefill=``: a ``render(..., mode="continue")`` result (or the messages)
+        whose open last message the stream continues (``encoder.prefill``)."""
         from .stream.decoder import StreamDecoder
 
         return StreamDecoder(self, role=role, **kw)
