@@ -412,7 +412,7 @@ class StreamDecoder:
         # a stop string, a stop id, or a control that is no stop here (<|end|> as a stop id): the
         # engine stopped on it on purpose
         token = es.string if es.string is not None else (
-            self._names.get(es.ids[-1] if es.ids else es.stop_id) or str(stop_reason))
+            self._names.get(es.ids[-1] if es.ids else es.stop_id) or ("eos" if stop_reason is None else str(stop_reason)))
 
         def stop(end: int) -> None:
             if es.string is not None and fm.state == "content":
