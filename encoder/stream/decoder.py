@@ -411,8 +411,9 @@ class StreamDecoder:
                 return out
         # a stop string, a stop id, or a control that is no stop here (<|end|> as a stop id): the
         # engine stopped on it on purpose
+        named = self._names.get(es.ids[-1] if es.ids else es.stop_id)  # type: ignore[arg-type]
         token = es.string if es.string is not None else (
-            self._names.get(es.ids[-1] if es.ids else es.stop_id) or ("eos" if stop_reason is None else str(stop_reason)))
+            named or ("eos" if stop_reason is None else str(stop_reason)))
 
         def stop(end: int) -> None:
             if es.string is not None and fm.state == "content":
