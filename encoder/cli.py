@@ -392,7 +392,7 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_one_conversation_args(r, shared=True)
     _pack_options(r)
-    r.add_argument("--mode", default="train", choices=["train", "prompt", "history"],
+    r.add_argument("--mode", default="train", choices=["train", "prompt", "history", "continue"],
                    help="train (supervised target), prompt (history + generation prompt), history (default %(default)s)")
     add_render_view(r)
     r.set_defaults(fn=_cmd_render)

@@ -21,6 +21,7 @@ from .inputs import layout as record_layout
 from .inputs.shapes import RECORD_SHAPES, ShapeOptions
 from .masks import MaskPolicy
 from .messages import Conversation, CotPolicy, Mode
+from .prefill import check_continuable
 from .render import Renderer, RenderJob, RenderResult
 
 
@@ -213,8 +214,11 @@ class Encoder:
         kept = msgs if len(keep) == len(msgs) else [msgs[i] for i in keep]
         flags = self.format.message_flags(kept, self.mask if mask is None else mask)
         dropped = () if len(keep) == len(msgs) else tuple(sorted(set(range(len(msgs))).difference(keep)))
+        if mode is Mode.CONTINUE:
+            check_continuable(conv, keep)
         try:
-            return self.renderer.layout(conv, keep, flags, mode is Mode.TRAIN, mode is Mode.PROMPT, dropped)
+            return self.renderer.layout(conv, keep, flags, mode in (Mode.TRAIN, Mode.CONTINUE), mode is Mode.PROMPT,
+                                        dropped, open_last=mode is Mode.CONTINUE)
         except OcmlError as exc:
             raise relocate(exc, msgs) from None
 
@@ -349,9 +353,19 @@ class Encoder:
         return stop_strings(self, mode)
 
     def decoder(self, role: str | None = None, **kw: Any) -> Any:
+        """A stream decoder (``encoder.stream.decoder.StreamDecoder``): ``feed(ids)`` / ``finish(stop_reason=None,
+        eos=False)`` -> events.  ``prefill=``: a ``render(..., mode="continue")`` result (or the messages)
+        whose open last message the stream continues (``encoder.prefill``)."""
         from .stream.decoder import StreamDecoder
 
         return StreamDecoder(self, role=role, **kw)
+
+    def chunker(self, role: str | None = "assistant", **kw: Any) -> Any:
+        """OpenAI ``chat.completion.chunk`` dicts for a stream (``encoder.openai_chunks.Chunker``):
+        ``feed(ids)`` / ``finish(stop_reason=None, eos=False)`` -> list of chunks."""
+        from .openai_chunks import Chunker
+
+        return Chunker(self, role=role, **kw)
 
     # -- HF export (encoder.template) ----------------------------------------------------
     def chat_template(self, training: bool = False) -> str:

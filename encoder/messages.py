@@ -17,6 +17,7 @@ class Mode(str, Enum):
     TRAIN = "train"      # supervised target: last assistant final ends with <|return|>
     PROMPT = "prompt"    # history + the generation prompt for the next assistant turn
     HISTORY = "history"  # stored history: every message closed with its normal end token
+    CONTINUE = "continue"  # like train, the last (assistant) message left open: prefilled generation
 
 
 class CotPolicy(str, Enum):

@@ -20,11 +20,12 @@ plus a ``finish_reason``.  ``project`` builds both from parsed messages, for eve
   (a built-in tool keeps its full recipient, e.g. ``browser.search``);
   ``function.arguments`` is the body verbatim (not re-serialised: the ids round trip).
   ``id``: the message's ``call_id`` where the format carries one (OpenChatML 2.2), else
-  ``call_`` + 24 hex digits of a SHA-256 over ``call_id_seed`` and the completion's
-  messages up to and including the call (canonical JSON).  So ids are deterministic (the
-  same completion gives the same ids, in ``enc.to_openai`` and in the stream decoder), a
-  call's id never depends on what follows it, and different completions get different
-  ids.  vLLM's gpt-oss path draws random ids (``chatcmpl-tool-<uuid>``) instead; pass the
+  ``call_`` + 24 hex digits of a SHA-256 over ``call_id_seed``, the completion's
+  messages before the call and the call's header (canonical JSON; not its arguments, so a
+  stream knows the id as soon as the header is complete: ``encoder.openai_chunks``).  So
+  ids are deterministic (the same completion gives the same ids, in ``enc.to_openai``, the
+  stream decoder and the chunker), a call's id never depends on what follows it, and
+  completions that differ before the call get different ids.  vLLM's gpt-oss path draws random ids (``chatcmpl-tool-<uuid>``) instead; pass the
   request id as ``call_id_seed`` to keep ids unique across requests whose completions
   are identical.  Absent when there are no calls.
 * ``finish_reason``: ``tool_calls`` when the completion stopped on the format's tool-call
@@ -65,7 +66,7 @@ if TYPE_CHECKING:
 
     from .encoder import Encoder
 
-__all__ = ["ChatChoice", "FINISH_REASONS", "project", "to_openai", "tool_call_ids"]
+__all__ = ["CallIds", "ChatChoice", "FINISH_REASONS", "function_name", "kind", "project", "to_openai", "tool_call_ids"]
 
 FUNCTIONS = "functions."
 #: finish reasons ``ChatChoice.finish_reason`` takes (None: the stream is still running)
@@ -86,28 +87,69 @@ class ChatChoice:
         return {"index": index, "message": self.message, "finish_reason": self.finish_reason}
 
 
+class CallIds:
+    """Running hash behind generated tool call ids (see the module docstring).
+
+    ``add(m)`` each completed message in order; ``id_for(header)`` gives the id of a call
+    whose header (a ``Message`` whose content is ignored) comes next.  A call's id hashes
+    the seed, every message before it and its own header - not its arguments - so a stream
+    knows it when the call's header is complete (OpenAI sends the id in the first
+    ``tool_calls`` delta) and ``enc.to_openai`` gives the same one.
+    """
+
+    __slots__ = ("_h",)
+
+    def __init__(self, seed: str = "") -> None:
+        self._h = hashlib.sha256(seed.encode("utf-8", "surrogatepass"))
+
+    def id_for(self, header: Message) -> str:
+        d = header.to_dict()
+        d.pop("content", None)
+        h = self._h.copy()
+        h.update(_canonical(d) + b"\x01")
+        return "call_" + h.hexdigest()[:24]
+
+    def add(self, m: Message) -> None:
+        self._h.update(_canonical(m.to_dict()) + b"\x00")
+
+
+def _canonical(d: dict[str, Any]) -> bytes:
+    return json.dumps(d, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
 def tool_call_ids(messages: Sequence[Message], seed: str = "") -> dict[int, str]:
     """Message index -> generated call id, for every tool call without a ``call_id`` (see module docstring)."""
-    h = hashlib.sha256(seed.encode("utf-8", "surrogatepass"))
+    ids = CallIds(seed)
     out: dict[int, str] = {}
     for j, m in enumerate(messages):
-        h.update(json.dumps(m.to_dict(), sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass"))
-        h.update(b"\x00")
         if m.is_tool_call and m.call_id is None:
-            out[j] = "call_" + h.copy().hexdigest()[:24]
+            out[j] = ids.id_for(m)
+        ids.add(m)
     return out
 
 
-def _function_name(recipient: str) -> str:
+def function_name(recipient: str) -> str:
+    """A call's ``function.name``: the recipient without the ``functions.`` namespace."""
     return recipient[len(FUNCTIONS):] if recipient.startswith(FUNCTIONS) and len(recipient) > len(FUNCTIONS) \
         else recipient
 
 
-def _is_answer(m: Message) -> bool:
-    """Text the user may see: the answer, or a preamble (OpenChatML §5 rule 4)."""
-    if m.channel is None or m.channel == "final":
-        return True
-    return m.channel == "commentary" and m.intent in (None, "preamble")
+#: where a completion message goes in the OpenAI message (``kind``)
+CALL, CONTENT, REASONING, OTHER = "tool_calls", "content", "reasoning_content", None
+
+
+def kind(role: str, channel: str | None, recipient: str | None, intent: str | None) -> str | None:
+    """The OpenAI field a message (or a header: the stream knows it at ``MessageStart``) feeds:
+    ``tool_calls`` (an assistant message with a recipient other than ``all``), ``content``
+    (text the user may see: the answer, or a preamble, OpenChatML §5 rule 4),
+    ``reasoning_content`` (other assistant messages), or None (another role: no place)."""
+    if role != "assistant":
+        return OTHER
+    if recipient is not None and recipient != "all":
+        return CALL
+    if channel is None or channel == "final" or (channel == "commentary" and intent in (None, "preamble")):
+        return CONTENT
+    return REASONING
 
 
 def project(messages: Sequence[Message], ends: Sequence[str], *, stop: str | None, stops: Iterable[str],
@@ -137,14 +179,16 @@ def project(messages: Sequence[Message], ends: Sequence[str], *, stop: str | Non
                                            hint="the completion should hold assistant messages only")
             errs.append(Error("E-UNREPRESENTABLE", f"a {m.role} message in the completion is not part of the "
                               "OpenAI assistant message", None, m.content))
-        elif m.is_tool_call:
-            cid = m.call_id if m.call_id is not None else ids[j]
-            calls.append({"id": cid, "type": "function",
-                          "function": {"name": _function_name(m.recipient or ""), "arguments": m.content}})
-        elif _is_answer(m):
-            content.append(m.content)
         else:
-            reasoning.append(m.content)
+            k = kind(m.role, m.channel, m.recipient, m.intent)
+            if k is CALL:
+                cid = m.call_id if m.call_id is not None else ids[j]
+                calls.append({"id": cid, "type": "function",
+                              "function": {"name": function_name(m.recipient or ""), "arguments": m.content}})
+            elif k is CONTENT:
+                content.append(m.content)
+            else:
+                reasoning.append(m.content)
     msg: dict[str, Any] = {"role": "assistant", "content": "\n".join(content) if content else None}
     if reasoning:
         msg["reasoning_content"] = "\n".join(reasoning)

@@ -43,6 +43,7 @@ class RenderResult:
     expanded_index: np.ndarray  # int32 [n]: index into ``conversation.messages``, -1 = generation prompt
     conversation: Conversation  # what was rendered (normalised, expanded input)
     dropped_expanded: tuple[int, ...] = ()  # ``conversation.messages`` left out by the CoT policy
+    open_last: bool = False     # mode="continue": the last message is left open (no terminator)
 
     def __len__(self) -> int:
         return int(self.ids.shape[0])
@@ -90,11 +91,12 @@ class RenderJob:
     ``owner[k]`` (message index, -1 = generation prompt) hold for every id of item k.
     """
 
-    __slots__ = ("conversation", "dropped", "items", "train", "owner")
+    __slots__ = ("conversation", "dropped", "items", "train", "owner", "open_last")
 
-    def __init__(self, conversation: Conversation, dropped: tuple[int, ...]) -> None:
+    def __init__(self, conversation: Conversation, dropped: tuple[int, ...], open_last: bool = False) -> None:
         self.conversation = conversation
         self.dropped = dropped
+        self.open_last = open_last
         self.items: list[Any] = []
         self.train: list[bool] = []
         self.owner: list[int] = []
@@ -166,10 +168,12 @@ class Renderer:
         return self._byte_len_list
 
     def layout(self, conv: Conversation, keep: Sequence[int], flags: Sequence[Flags], train_mode: bool,
-               prompt_mode: bool, dropped: tuple[int, ...]) -> RenderJob:
+               prompt_mode: bool, dropped: tuple[int, ...], open_last: bool = False) -> RenderJob:
+        """``open_last`` (mode="continue"): like train, with the last message left open - no
+        terminator, nothing after it - so a model continues it (prefilled generation)."""
         fmt = self.format
         msgs = conv.messages
-        job = RenderJob(conv, dropped)
+        job = RenderJob(conv, dropped, open_last)
         items, train, owner = job.items, job.train, job.owner
         headers = self._headers
         merge = fmt.merge_text_runs
@@ -180,7 +184,7 @@ class Renderer:
         last = keep[-1] if keep else -1
         # prompt mode: the format may leave the last message open for the model to continue
         # (Apertus after tool outputs): no terminator, no generation prompt
-        cont = prompt_mode and last >= 0 and fmt.prompt_continues(msgs[last])
+        cont = open_last or (prompt_mode and last >= 0 and fmt.prompt_continues(msgs[last]))
         prefix, suffix = fmt.frame_pieces(conv)
         if prefix:
             self._add_framing(job, prefix, merge)
@@ -266,7 +270,7 @@ class Renderer:
                 items.append(self.pieces_ids(fmt.generation_prompt()))
                 train.append(False)
                 owner.append(-1)
-        elif suffix and not prompt_mode:
+        elif suffix and not prompt_mode and not open_last:
             self._add_framing(job, suffix, merge)
         if merge:
             job.items, job.train, job.owner = merge_runs(items, train, owner)
@@ -331,14 +335,14 @@ class Renderer:
         index = np.array(owner, dtype=np.int32).repeat(lens_arr)
         if len(jobs) == 1:
             job = jobs[0]
-            return [RenderResult(ids, mask, index, job.conversation, job.dropped)]
+            return [RenderResult(ids, mask, index, job.conversation, job.dropped, job.open_last)]
         out: list[RenderResult] = []
         a = 0
         k = 0
         for job in jobs:
             b = a + sum(lens[k:k + len(job.items)])
             k += len(job.items)
-            out.append(RenderResult(ids[a:b], mask[a:b], index[a:b], job.conversation, job.dropped))
+            out.append(RenderResult(ids[a:b], mask[a:b], index[a:b], job.conversation, job.dropped, job.open_last))
             a = b
         return out
 

@@ -16,16 +16,23 @@ Registered controls stop by id (``stop_ids``); controls the tokenizer does not h
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from numbers import Integral
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from vocab import Tokenizer, UnknownNameError, canonical_format, control_table
 from vocab.errors import expect
 
+from .errors import InputError, InputTypeError
+
 if TYPE_CHECKING:
     from .encoder import Encoder
 
-__all__ = ["hf_stopping_criteria", "stop_ids", "stop_strings", "stop_tokens", "vllm_sampling_kwargs"]
+__all__ = ["EngineStop", "engine_stop", "hf_stopping_criteria", "hf_streamer", "stop_ids", "stop_strings", "stop_tokens",
+           "vllm_sampling_kwargs"]
 
 def _tokenizer(enc: Encoder | str, tokenizer: Tokenizer | None) -> Tokenizer:
     """The tokenizer given, else the encoder's, else the format's default."""
@@ -93,6 +100,65 @@ def vllm_sampling_kwargs(enc: Encoder | str, mode: str = "assistant",
     return {"stop_token_ids": stop_ids(enc, mode, tokenizer), "stop": stop_strings(enc, mode, tokenizer)}
 
 
+@dataclass(frozen=True, slots=True)
+class EngineStop:
+    """Why an engine ended a stream whose stop it stripped (``engine_stop``), one of:
+
+    ``ids``: the stripped control, as the ids the model generated (its id, or its spelling
+    in fallback mode): the decoder reads them as if they had been streamed; ``stop_id``:
+    an id that is no control of the format (``<|endoftext|>``, a user stop id): the stream
+    ends there (a message still open is truncated, ``finish_reason`` ``stop``);
+    ``string``: a user stop string: the open message is cut there on purpose.
+    """
+
+    ids: tuple[int, ...] = ()
+    stop_id: int | None = None
+    string: str | None = None
+
+
+def engine_stop(enc: Encoder, stop_reason: int | str | None = None, *, eos: bool = False,
+                stop_controls: Mapping[str, str] | None = None, in_call: bool = False) -> EngineStop:
+    """What ``finish(stop_reason=..., eos=...)`` means for ``enc`` (see ``EngineStop``).
+
+    ``stop_reason``: the engine's matched stop - vLLM's ``CompletionOutput.stop_reason``
+    (an id of ``stop_token_ids`` or a string of ``stop``), a stop id, or a control's
+    spelling.  ``eos=True`` (the engine stopped on the tokenizer's end of sequence and
+    stripped it; vLLM: ``finish_reason == "stop"`` with ``stop_reason`` None): the format's
+    turn end - its tool-call stop (``<|call|>``, Apertus ``<|tools_suffix|>``) when
+    ``in_call`` (the stream is inside a tool call), else its first stop control
+    (``<|return|>``, ``<|im_end|>``, ``<|assistant_end|>``).  ``stop_controls``: the
+    decoder's control -> stop reason map (default: the format's for an assistant turn).
+    """
+    stops = enc.format.stop_reasons("assistant") if stop_controls is None else stop_controls
+    if eos is not True and eos is not False:
+        raise InputTypeError(f"eos must be True or False, got {eos!r}", field="eos")
+    if eos:
+        if stop_reason is not None:
+            raise InputError("give stop_reason or eos=True, not both", field="eos",
+                             hint="eos=True means the engine stopped on the end-of-sequence token and stripped it")
+        call = [c for c, r in stops.items() if r == "call"]
+        stop_reason = call[0] if in_call and call else next(iter(stops))
+    tok = enc.tokenizer
+    table = enc.format.table
+    controls = set(table.controls) | set(table.markers)
+    if isinstance(stop_reason, str) and stop_reason:
+        if stop_reason in controls:
+            i = tok.control_id(stop_reason)
+            return EngineStop(ids=(i,) if i is not None else tuple(tok.encode_text(stop_reason)))
+        return EngineStop(string=stop_reason)
+    if isinstance(stop_reason, Integral) and not isinstance(stop_reason, (bool, np.bool_)):
+        i = int(stop_reason)
+        if not 0 <= i < tok.n_vocab:
+            raise InputError(f"stop_reason {i} is not an id of {tok.name}", code="E-VOCAB-ID", field="stop_reason")
+        name = tok.special_ids.get(i)
+        if name is not None and name in controls and name not in enc.format.text_controls:
+            return EngineStop(ids=(i,))
+        return EngineStop(stop_id=i)
+    raise InputTypeError(f"stop_reason must be a stop id, a stop string or None, got {stop_reason!r}",
+                         field="stop_reason", hint="e.g. finish(stop_reason=output.stop_reason) with vLLM, "
+                         "or finish(eos=True) when the engine stopped on its end-of-sequence token")
+
+
 def _make_criteria_class(base: type) -> type:
     class OcmlStoppingCriteria(base):  # type: ignore[misc, valid-type]
         """Stops a sequence when its last id is a stop id or its text ends with a stop string.
@@ -149,21 +215,145 @@ def _make_criteria_class(base: type) -> type:
     return OcmlStoppingCriteria
 
 
+def _hf_class(module: str, name: str, needs_torch: bool) -> type | None:
+    """transformers' real ``module.name``, or None where it cannot be used.
+
+    "torch imports" is not enough: ``from transformers import StoppingCriteria`` gives a
+    dummy class (its ``__init__`` raises) when transformers decided at import time that
+    torch is unavailable, and that decision sticks for the process.  So the class is taken
+    from its own module (which imports torch itself) and refused if it is a dummy.
+    """
+    import importlib
+
+    try:
+        if needs_torch:
+            import torch  # type: ignore[import-not-found]  # noqa: F401
+        cls = getattr(importlib.import_module(module), name)
+    except Exception:
+        return None
+    if not isinstance(cls, type) or type(cls).__name__ == "DummyObject":
+        return None
+    return cls
+
+
 def hf_stopping_criteria(enc: Encoder | str, mode: str = "assistant", tokenizer: Tokenizer | None = None) -> Any:
     """A ``transformers.StoppingCriteria`` for ``generate(stopping_criteria=[...])``.
 
     transformers (and torch) are imported lazily; when either is missing the
     returned object has the same interface on a plain base class, which is handy for
-    tests and for samplers that call it with lists or numpy arrays.
+    tests and for samplers that call it with lists or numpy arrays.  In a batch each row
+    stops on its own (``generate`` keeps going until every row is done).
     """
-    base: type = object
-    try:
-        import torch  # type: ignore[import-not-found]  # noqa: F401  (without torch transformers only has a dummy)
-        from transformers import StoppingCriteria  # type: ignore[import-not-found]
-
-        base = StoppingCriteria
-    except Exception:
-        pass
+    base = _hf_class("transformers.generation.stopping_criteria", "StoppingCriteria", needs_torch=True) or object
     cls = _make_criteria_class(base)
     tok = _tokenizer(enc, tokenizer)
     return cls(stop_ids(enc, mode, tok), stop_strings(enc, mode, tok), tok.decode_bytes)
+
+
+_END = object()
+
+
+def _make_streamer_class(base: type) -> type:
+    class OcmlStreamer(base):  # type: ignore[misc, valid-type]
+        """A ``generate(streamer=...)`` streamer that reads the ids with ocml's decoder (see ``hf_streamer``)."""
+
+        def __init__(self, enc: Encoder, *, output: str = "chunks", role: str | None = "assistant",
+                     prefill: bool = False, timeout: float | None = None, **chunker_kw: Any) -> None:
+            from .encoder import Encoder
+
+            expect(enc, Encoder, "enc", "an Encoder")
+            if output not in ("chunks", "events"):
+                raise UnknownNameError(f"unknown streamer output {output!r}", field="output",
+                                       hint="'chunks' (OpenAI chat.completion.chunk dicts) or 'events' (ocml events)")
+            if prefill is not True and prefill is not False:
+                raise InputTypeError(f"prefill must be True or False, got {prefill!r}", field="prefill",
+                                     hint="True when the prompt ends inside an open message (render mode="
+                                          "'continue', apply_chat_template(continue_final_message=True))")
+            if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
+                raise InputTypeError(f"timeout must be a positive number of seconds or None, got {timeout!r}",
+                                     field="timeout")
+            import queue
+
+            self.enc = enc
+            self.output = output
+            self.role = role
+            self.prefill = prefill
+            self.timeout = timeout
+            self.chunker_kw = chunker_kw
+            self.queue: queue.Queue[Any] = queue.Queue()
+            self.streams: list[Any] = []   # one Chunker (chunks) or StreamDecoder (events) per row
+            self._prompt_seen = False
+
+        # -- BaseStreamer ----------------------------------------------------------------
+        def put(self, value: Any) -> None:
+            rows = value.tolist() if hasattr(value, "tolist") else list(value)
+            if not self._prompt_seen:  # generate() sends the prompt first: [batch, prompt_len]
+                self._prompt_seen = True
+                prompts = rows if rows and isinstance(rows[0], list) else [rows]
+                self._open(prompts)
+                return
+            if len(rows) != len(self.streams):
+                raise InputError(f"the streamer got {len(rows)} rows after a prompt of {len(self.streams)}",
+                                 field="value")
+            for r, ids in enumerate(rows):
+                self._send(r, self.streams[r].feed(ids if isinstance(ids, list) else [ids]))
+
+        def end(self) -> None:
+            for r, s in enumerate(self.streams):
+                self._send(r, s.finish())
+            self.queue.put(_END)
+
+        # -- iteration, like TextIteratorStreamer ---------------------------------------------
+        def __iter__(self) -> OcmlStreamer:
+            return self
+
+        def __next__(self) -> Any:
+            item = self.queue.get(timeout=self.timeout)
+            if item is _END:
+                raise StopIteration
+            return item
+
+        # -- internals -------------------------------------------------------------------
+        def _open(self, prompts: list[list[int]]) -> None:
+            if self.output == "events" and len(prompts) != 1:
+                raise InputError(f"output='events' streams one sequence, got a batch of {len(prompts)}",
+                                 field="output", hint="output='chunks' streams a batch (choices[0].index = row)")
+            self.streams = []
+            for r, prompt in enumerate(prompts):
+                kw: dict[str, Any] = {"prefill": prompt} if self.prefill else {"role": self.role}
+                if self.output == "chunks":
+                    self.streams.append(self.enc.chunker(index=r, **kw, **self.chunker_kw))
+                else:
+                    self.streams.append(self.enc.decoder(**kw, **self.chunker_kw))
+
+        def _send(self, row: int, items: list[Any]) -> None:
+            for it in items:
+                self.queue.put(it)
+
+    return OcmlStreamer
+
+
+def hf_streamer(enc: Encoder, *, output: str = "chunks", role: str | None = "assistant", prefill: bool = False,
+                timeout: float | None = None, **kw: Any) -> Any:
+    """A ``transformers`` streamer for ``model.generate(..., streamer=...)`` that reads the generated
+    ids with ocml's stream decoder, iterable like ``TextIteratorStreamer``::
+
+        streamer = ocml.stops.hf_streamer(enc, model="my-model")
+        Thread(target=model.generate, kwargs=dict(input_ids=prompt, streamer=streamer,
+               stopping_criteria=[ocml.stops.hf_stopping_criteria(enc)], max_new_tokens=256)).start()
+        for chunk in streamer:               # OpenAI chat.completion.chunk dicts
+            ...
+
+    ``generate`` sends the prompt first (skipped: it only sizes the batch, or with
+    ``prefill=True`` - a prompt that ends inside an open message, ``mode="continue"`` /
+    ``continue_final_message=True`` - puts each row's decoder there), then each step's ids.
+    ``output="chunks"`` (default) yields ``chat.completion.chunk`` dicts (``enc.chunker``;
+    a batch row is ``choices[0].index``; ``model=``, ``id=``, ``include_usage=``... go to
+    the chunker), the last one with ``finish_reason``; ``output="events"`` yields the
+    decoder's events (one sequence).  Ids after a row's stop (``generate`` pads finished
+    rows) are ignored.  ``timeout``: seconds ``next()`` waits (``queue.Empty`` after it).
+    A subclass of ``transformers.generation.streamers.BaseStreamer`` when transformers is
+    installed (no torch needed to build it).
+    """
+    base = _hf_class("transformers.generation.streamers", "BaseStreamer", needs_torch=False) or object
+    return _make_streamer_class(base)(enc, output=output, role=role, prefill=prefill, timeout=timeout, **kw)

@@ -70,20 +70,21 @@ def to_text(enc: Encoder, conversation: Any, *, mode: Mode, cot: CotPolicy | str
     frames = []
     # the same layout as the renderer's: framing, terminators, pieces after each message,
     # a last message the model continues in prompt mode (see ``Renderer.layout``)
-    cont = mode is Mode.PROMPT and bool(msgs) and fmt.prompt_continues(msgs[-1])
+    cont = mode is Mode.CONTINUE or (mode is Mode.PROMPT and bool(msgs) and fmt.prompt_continues(msgs[-1]))
     after = "".join(v for _, v in fmt.after_message)
     prefix, suffix = fmt.frame_pieces(conv)
     for j, m in enumerate(msgs):
         last = j == len(msgs) - 1
-        end = "" if cont and last else fmt.end_token(m, mode is Mode.TRAIN and last)
+        end = "" if cont and last else fmt.end_token(m, mode in (Mode.TRAIN, Mode.CONTINUE) and last)
         plan = fmt.plan(m, end, ctx)
         frames.append("".join(v for _, v in (*plan.prompt, *plan.header, *plan.body, *plan.end))
                       + ("" if cont and last else after))
     if mode is Mode.PROMPT and not cont:
         frames.append("".join(v for _, v in fmt.generation_prompt()))
     body = fmt.transcript_joiner.join(frames)
-    if prefix or (suffix and mode is not Mode.PROMPT):
-        body = "".join(v for _, v in prefix) + body + ("" if mode is Mode.PROMPT else "".join(v for _, v in suffix))
+    bare = mode in (Mode.PROMPT, Mode.CONTINUE)  # the model writes next: no closing framing
+    if prefix or (suffix and not bare):
+        body = "".join(v for _, v in prefix) + body + ("" if bare else "".join(v for _, v in suffix))
     if not header or enc.format_name not in VERSIONS:
         return body
     meta: dict[str, Any] = {"version": VERSIONS[enc.format_name]}

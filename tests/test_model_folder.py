@@ -38,9 +38,10 @@ def _folder(root: Path, name: str, fmt: str, template: str, tok=None, **config) 
     encoder.Encoder(fmt, tok).save_pretrained(d)
     (d / "chat_template.jinja").write_text(template, "utf-8")
     shutil.rmtree(d / "additional_chat_templates", ignore_errors=True)
-    if config:
-        cfg = d / "tokenizer_config.json"
-        cfg.write_text(json.dumps({**json.loads(cfg.read_text("utf-8")), **config}), "utf-8")
+    # the model's template only: drop the ocml templates save_pretrained stores in the config
+    cfg = d / "tokenizer_config.json"
+    data = {k: v for k, v in json.loads(cfg.read_text("utf-8")).items() if k != "chat_template"}
+    cfg.write_text(json.dumps({**data, **config}), "utf-8")
     return d
 
 

@@ -429,12 +429,12 @@ def test_save_pretrained_folder_loads_offline_and_stops_where_it_should(tmp_path
     enc = encoder.Encoder("harmony")
     assert _run_cli(["template", "--format", "harmony", "--out", str(tmp_path)]) == 0
     written = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
-    assert {"tokenizer.json", "tokenizer_config.json", "chat_template.jinja",
-            "additional_chat_templates/training.jinja", "generation_config.json"} <= written
-    assert str(tmp_path / "chat_template.jinja") in capsys.readouterr().out
-    assert (tmp_path / "chat_template.jinja").read_text("utf-8") == enc.chat_template()
-    training = (tmp_path / "additional_chat_templates" / "training.jinja").read_text("utf-8")
-    assert training == enc.chat_template(training=True)
+    assert written == {"tokenizer.json", "tokenizer_config.json", "generation_config.json"}
+    assert str(tmp_path / "tokenizer_config.json") in capsys.readouterr().out
+    # the templates are named templates in tokenizer_config.json (transformers 4.x reads them too)
+    cfg = json.loads((tmp_path / "tokenizer_config.json").read_text("utf-8"))
+    assert cfg["chat_template"] == [{"name": "default", "template": enc.chat_template()},
+                                    {"name": "training", "template": enc.chat_template(training=True)}]
 
     tok = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
     assert tok.eos_token == "<|return|>" and tok.eos_token_id == 200002

@@ -119,11 +119,12 @@ import numpy as np
 from vocab.errors import as_ints, as_strings
 
 from ..errors import InputError, InputTypeError, ParseError
-from ..events import Delta, Error, Event, Stop
+from ..events import Delta, Error, Event, MessageEnd, MessageStart, Stop
 from ..frames import prefill_role
 from ..messages import Message
 from .lexicon import lexicon
 from .route import AtomRouter
+from ..prefill import prefill_ids
 from .scanner import Control, InvalidId, Scanner, ScannerTables, Special, StopString, Text
 
 if TYPE_CHECKING:
@@ -205,8 +206,13 @@ class StreamDecoder:
 
     def __init__(self, enc: Encoder, role: str | None = None, *, strict: bool = False,
                  stop_strings: Sequence[str] = (), stop_channels: Iterable[str] | None = ("final",),
-                 stop_ids: Iterable[int] = (), include_stop_str_in_output: bool = False) -> None:
+                 stop_ids: Iterable[int] = (), include_stop_str_in_output: bool = False,
+                 prefill: object = None) -> None:
         self.enc = enc
+        # an open message to continue (render(..., mode="continue")): its ids, read at reset()
+        self.prefill = None if prefill is None else prefill_ids(enc, prefill)
+        if self.prefill is not None and role is not None:
+            raise InputError("give role= or prefill=, not both: a prefill is the whole prompt", field="role")
         self.role = prefill_role(enc.format, role)
         self.strict = strict
         self.stop_strings = as_strings(stop_strings, "stop_strings")
@@ -241,6 +247,21 @@ class StreamDecoder:
         self._buf: list[str] = []      # text outside content, up to the next boundary
         self._buf_pos = 0
         self._router = AtomRouter(self.fm, self._literal_text)  # the atoms' meaning, shared with parse
+        if self.prefill:  # read the prompt, no stop firing; keep only the open message (encoder.prefill)
+            stopping, strings, ids = self._stopping, self.stop_strings, self.stop_ids
+            self._stopping, self.stop_strings, self.stop_ids = {}, (), frozenset()
+            try:
+                evs = self.feed(self.prefill)
+                self._flush()  # header text held to the next boundary (ChatML: "assistant\nThe...")
+                evs += self._out
+            finally:
+                self._stopping, self.stop_strings, self.stop_ids = stopping, strings, ids
+            fm = self.fm
+            del fm.messages[:], fm.ends[:], fm.errors[:], self._out[:]
+            k = max((j for j, e in enumerate(evs) if type(e) is MessageStart), default=-1)
+            if k >= 0 and not any(type(e) is MessageEnd for e in evs[k:]):
+                self._out.append(evs[k])  # the open message's start: goes out with the first feed
+            self._ft = None  # the slow path sends the queued MessageStart first
 
     @property
     def done(self) -> bool:
@@ -357,11 +378,44 @@ class StreamDecoder:
         self._ft = self.scanner.fast_text if (self.fm.state == "content" and not self._done) else None
         return res
 
-    def finish(self) -> list[Event]:
-        """End of stream: flush held bytes; a message still open is truncated."""
+    def finish(self, stop_reason: int | str | None = None, *, eos: bool = False) -> list[Event]:
+        """End of stream: flush held bytes; a message still open is truncated.
+
+        Engines that strip the stop token (vLLM...) say why they stopped: ``stop_reason`` (the
+        matched stop id or string) or ``eos=True`` (their end-of-sequence token): a stripped
+        ``<|return|>`` / ``<|call|>`` is read as if it had been streamed (``Stop``, a complete
+        message, ``finish_reason`` ``stop`` / ``tool_calls``); see ``encoder.stops.engine_stop``.
+        """
         if self._done:
             return []
-        return self._close_stream(self._end_stream)
+        if stop_reason is None and not eos:
+            return self._close_stream(self._end_stream)
+        from ..stops import engine_stop
+
+        fm = self.fm
+        h = getattr(fm, "_h", None)  # the open message's header (a call?)
+        in_call = fm.state == "calls" or (fm.state == "content" and h is not None
+                                          and h.recipient is not None and h.recipient != "all")
+        es = engine_stop(self.enc, stop_reason, eos=eos, stop_controls=self._stopping, in_call=in_call)
+        out: list[Event] = []
+        if es.ids:
+            out = self.feed(list(es.ids))  # the stripped control, as the model generated it
+            if self._done:  # a stop control (<|return|>, <|call|>...): it stopped as in-stream
+                return out
+        # a stop string, a stop id, or a control that is no stop here (<|end|> as a stop id): the
+        # engine stopped on it on purpose
+        named = self._names.get(es.ids[-1] if es.ids else es.stop_id)  # type: ignore[arg-type]
+        token = es.string if es.string is not None else (
+            named or ("eos" if stop_reason is None else str(stop_reason)))
+
+        def stop(end: int) -> None:
+            if es.string is not None and fm.state == "content":
+                fm.close("truncated", end)  # cut on purpose by a stop string: no error (as in-stream)
+            else:
+                self._end_stream(end)
+            self._stop("stop_string" if es.string is not None else "stop_id", token, end, end)
+
+        return out + self._close_stream(stop)
 
     def cancel(self, reason: str = "cancelled") -> list[Event]:
         """End the stream on purpose (the client went away, the user pressed stop).

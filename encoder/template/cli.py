@@ -28,7 +28,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="print the HF chat template of a format, or write a folder AutoTokenizer loads (--out)",
         description="Without --out: print the inference template (--training: the one with "
         "{% generation %} blocks). With --out DIR: write the tokenizer, both templates "
-        "(chat_template.jinja, additional_chat_templates/training.jinja) and generation_config.json.",
+        "(named 'default' and 'training' in tokenizer_config.json) and generation_config.json.",
     )
     p.add_argument("--format", default="openchatml-2.2")
     p.add_argument("--tokenizer", default=None, help="o200k_harmony, o200k_base, cl100k_base or a .tiktoken path "

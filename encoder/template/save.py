@@ -1,11 +1,14 @@
 """``save_pretrained``: a folder ``AutoTokenizer.from_pretrained`` loads offline.
 
-Written: the tokenizer (``Tokenizer.to_hf``, same ids), ``chat_template.jinja`` (the
-inference template) and ``additional_chat_templates/training.jinja`` (transformers 5's
-files for named templates; ``apply_chat_template(..., chat_template="training")`` picks
-it), ``eos_token`` = the format's first stop token (the answer's end, ``<|return|>``),
+Written: the tokenizer (``Tokenizer.to_hf``, same ids; ``tokenizer_class``
+``PreTrainedTokenizerFast``, which transformers 4.x and 5.x both load), both templates as
+named templates in ``tokenizer_config.json`` (``default``: the inference template;
+``training``: ``apply_chat_template(..., chat_template="training")`` picks it; see
+``portable_config`` for why not transformers 5's ``chat_template.jinja`` files), ``eos_token`` = the format's first stop token (the answer's end, ``<|return|>``),
 ``pad_token`` = ``<|endoftext|>`` where the vocabulary has it, ``chat_control_tokens`` (so
-``sanitize_control_tokens=True`` knows them), and ``generation_config.json`` whose
+``sanitize_control_tokens=True`` knows them), ``response_template`` (``encoder.template.response``:
+``tokenizer.parse_response(ids, prefix=prompt)`` gives ``to_openai``'s message, transformers
+>= 5.13), and ``generation_config.json`` whose
 ``eos_token_id`` lists every stop id, so ``generate`` stops at the end of an answer *and*
 at a tool call.
 """
@@ -20,6 +23,7 @@ from vocab.errors import DependencyError
 from ..errors import UnrepresentableError
 from ..stops import stop_tokens
 from .export import chat_template
+from .response import response_template
 
 if TYPE_CHECKING:
     from ..encoder import Encoder
@@ -53,6 +57,7 @@ def hf_tokenizer(enc: Encoder) -> Any:
     if hf.pad_token is None:
         hf.pad_token = hf.eos_token  # already a special token: no id is added
     hf.chat_template = templates
+    hf.response_template = response_template(enc)  # transformers >= 5.13: tokenizer.parse_response
     hf.chat_control_tokens = [t for t in enc.format.table.all_tokens if enc.tokenizer.control_id(t) is not None]
     return hf
 
@@ -60,6 +65,32 @@ def hf_tokenizer(enc: Encoder) -> Any:
 def generation_config(enc: Encoder, hf: Any) -> dict[str, Any]:
     """``generate`` stops on every stop id (answer end and tool call), pads with the pad id."""
     return {"eos_token_id": enc.stop_ids(), "pad_token_id": hf.pad_token_id}
+
+
+#: the class name every transformers version since 4.x resolves (5.x names its fast tokenizer
+#: ``TokenizersBackend``, a name 4.x does not know: "TokenizersBackend does not exist")
+PORTABLE_TOKENIZER_CLASS = "PreTrainedTokenizerFast"
+
+
+def portable_config(out: Path, templates: dict[str, str]) -> None:
+    """Make the folder load the same way in transformers 4.x and 5.x.
+
+    ``tokenizer_class``: the name both know.  Templates: in ``tokenizer_config.json``'s
+    ``chat_template`` list of named templates, which every version reads, instead of the
+    files transformers 5 writes (``chat_template.jinja``, ``additional_chat_templates/``):
+    4.x before ~4.49 reads neither file, and 4.49 - 4.5x read ``chat_template.jinja`` but
+    not the folder - then ``chat_template="training"`` is taken as the template text itself.
+    """
+    import json
+    import shutil
+
+    config = out / "tokenizer_config.json"
+    data = json.loads(config.read_text("utf-8"))
+    data["tokenizer_class"] = PORTABLE_TOKENIZER_CLASS
+    data["chat_template"] = [{"name": name, "template": text} for name, text in templates.items()]
+    config.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", "utf-8")
+    (out / "chat_template.jinja").unlink(missing_ok=True)
+    shutil.rmtree(out / "additional_chat_templates", ignore_errors=True)
 
 
 def save_pretrained(enc: Encoder, directory: str | Path) -> Path:
@@ -72,5 +103,6 @@ def save_pretrained(enc: Encoder, directory: str | Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     hf = hf_tokenizer(enc)
     hf.save_pretrained(str(out))
+    portable_config(out, hf.chat_template)
     GenerationConfig(**generation_config(enc, hf)).save_pretrained(str(out))
     return out

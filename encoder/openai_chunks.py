@@ -1,0 +1,224 @@
+"""Sampled ids -> OpenAI Chat Completions stream chunks (``chat.completion.chunk``).
+
+``enc.chunker()`` wraps a stream decoder (``encoder.stream.decoder``) and turns its events
+into the chunks an OpenAI-compatible server sends::
+
+    ck = enc.chunker(model="my-model")               # after the "<|start|>assistant" prefill
+    for ids in sampler:
+        for chunk in ck.feed(ids):
+            send("data: " + json.dumps(chunk))
+    for chunk in ck.finish(stop_reason=out.stop_reason):   # the engine's matched stop, if it stripped it
+        send("data: " + json.dumps(chunk))
+
+Each chunk is complete: ``id``, ``object``, ``created``, ``model``, ``choices[0]`` with
+``index``, ``delta``, ``logprobs`` (None) and ``finish_reason``.  The first delta carries
+``role``; then ``content`` deltas (the answer, preambles), ``reasoning_content`` deltas
+(analysis and other hidden channels) and ``tool_calls`` deltas (``index``, ``id``,
+``type`` and ``function.name`` once, when the call's header is complete, then
+``function.arguments`` pieces); the last chunk has an empty delta and ``finish_reason``
+(``stop`` | ``tool_calls`` | ``length``; ``abort`` after ``cancel()``), sent as soon as the
+stream stops (a stop token in ``feed``) or at ``finish()``.  With ``include_usage=True``
+(OpenAI's ``stream_options``) every chunk has ``"usage": None`` and one more chunk with
+``choices: []`` and the token counts closes the stream.
+
+Invariant (tested for every format, registered and fallback): ``accumulate(chunks)`` - the
+deltas concatenated as OpenAI clients do - equals ``enc.to_openai(ids)`` (message and
+finish reason, tool call ids included) however the ids are chunked, and no delta holds
+control text: deltas are cut from the decoder's message content, never from raw text.
+Several answer (or reasoning) messages are joined with ``"\\n"``, as ``to_openai`` joins them.
+With ``prefill=`` (``render(..., mode="continue")``) the deltas carry only the
+continuation; ``decoder.to_openai()`` has the whole message (``encoder.prefill``).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .errors import InputError, InputTypeError
+from .events import Delta, Event, MessageEnd, MessageStart, Stop
+from .messages import Message
+from .openai_message import CALL, CONTENT, REASONING, CallIds, function_name, kind
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .encoder import Encoder
+
+__all__ = ["Chunker", "accumulate"]
+
+
+class Chunker:
+    """One streamed choice as ``chat.completion.chunk`` dicts (see the module docstring).
+
+    ``id`` / ``created`` / ``model``: the chunk envelope (defaults: a random ``chatcmpl-``
+    id and the time of construction, the same in every chunk); ``index``: the choice index
+    (``n > 1``, or a batch row); ``call_id_seed``: mixed into generated tool call ids, as
+    in ``to_openai``; ``prompt_tokens``: for ``usage`` (default with ``prefill``: its
+    length).  Other keywords go to ``enc.decoder`` (``role``, ``prefill``, ``stop_strings``,
+    ``stop_ids``, ``strict``...).
+    """
+
+    def __init__(self, enc: Encoder, *, role: str | None = "assistant", id: str | None = None,
+                 created: int | None = None, model: str = "", index: int = 0, call_id_seed: str = "",
+                 include_usage: bool = False, prompt_tokens: int | None = None, prefill: Any = None,
+                 **decoder_kw: Any) -> None:
+        for name, val in (("id", id), ("model", model), ("call_id_seed", call_id_seed)):
+            if val is not None and not isinstance(val, str):
+                raise InputTypeError(f"{name} must be a string, got {type(val).__name__}", field=name)
+        for name, val in (("created", created), ("index", index), ("prompt_tokens", prompt_tokens)):
+            if val is not None and (type(val) is not int or val < 0):
+                raise InputTypeError(f"{name} must be an integer >= 0, got {val!r}", field=name)
+        if include_usage is not True and include_usage is not False:
+            raise InputTypeError(f"include_usage must be True or False, got {include_usage!r}", field="include_usage")
+        self.decoder = enc.decoder(role=None if prefill is not None else role, prefill=prefill, **decoder_kw)
+        if prompt_tokens is None and prefill is not None:
+            prompt_tokens = len(self.decoder.prefill)
+        if include_usage and prompt_tokens is None:
+            raise InputError("include_usage=True needs prompt_tokens (the prompt's length)", field="prompt_tokens")
+        self.id = id if id is not None else "chatcmpl-" + uuid.uuid4().hex[:24]
+        self.created = int(time.time()) if created is None else created
+        self.model = model
+        self.index = index
+        self.include_usage = include_usage
+        self.prompt_tokens = prompt_tokens
+        self.call_id_seed = call_id_seed
+        self._reset()
+
+    def _reset(self) -> None:
+        self._ids = CallIds(self.call_id_seed)
+        self._sent_role = False
+        self._done = False
+        self._kind: str | None = None      # the open message's OpenAI field (None: no place / none open)
+        self._channel: str | None = None   # the open message's header channel
+        self._counts = {CONTENT: 0, REASONING: 0}
+        self._calls = 0
+        self.completion_tokens = 0
+
+    def reset(self) -> None:
+        """A new stream (same envelope): ``decoder.reset()`` and forget what was sent."""
+        self.decoder.reset()
+        self._reset()
+
+    # -- public API -----------------------------------------------------------------
+    def feed(self, ids: Sequence[int] | np.ndarray | int) -> list[dict[str, Any]]:
+        """Chunks for the next sampled ids (possibly none)."""
+        if self._done:
+            return []
+        evs = self.decoder.feed(ids)
+        n = 1 if isinstance(ids, int) or (hasattr(ids, "ndim") and ids.ndim == 0) else len(ids)  # type: ignore[arg-type]
+        stop = next((e for e in evs if type(e) is Stop), None)
+        self.completion_tokens += n - (stop.trailing if stop is not None else 0)
+        return self._convert(evs)
+
+    def finish(self, stop_reason: int | str | None = None, *, eos: bool = False) -> list[dict[str, Any]]:
+        """The end of the stream: the last chunk (``finish_reason``) and, with ``include_usage``,
+        the usage chunk.  ``stop_reason`` / ``eos``: why the engine stopped when it stripped the
+        stop token (``StreamDecoder.finish``)."""
+        if self._done:
+            return []
+        return self._convert(self.decoder.finish(stop_reason, eos=eos), ended=True)
+
+    def cancel(self, reason: str = "cancelled") -> list[dict[str, Any]]:
+        """End the stream on purpose: ``finish_reason`` ``abort`` (vLLM's name for it)."""
+        if self._done:
+            return []
+        return self._convert(self.decoder.cancel(reason), ended=True)
+
+    # -- internals ------------------------------------------------------------------
+    def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        c: dict[str, Any] = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                             "model": self.model,
+                             "choices": [{"index": self.index, "delta": delta, "logprobs": None,
+                                          "finish_reason": finish_reason}]}
+        if self.include_usage:
+            c["usage"] = None
+        return c
+
+    def _convert(self, evs: Iterable[Event], ended: bool = False) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        if not self._sent_role:
+            self._sent_role = True
+            out.append(self._chunk({"role": "assistant"}))
+        for ev in evs:
+            t = type(ev)
+            if t is Delta:
+                k = self._kind
+                if k is None or not ev.text:  # type: ignore[union-attr]
+                    continue
+                ch = ev.channel  # type: ignore[union-attr]
+                # Apertus: one message per turn, deltas per block; the message content is its response
+                if ch != self._channel and not (self._channel is None and ch in (None, "final")):
+                    continue
+                out.append(self._chunk(self._piece(k, ev.text)))  # type: ignore[union-attr]
+            elif t is MessageStart:
+                self._start(ev, out)  # type: ignore[arg-type]
+            elif t is MessageEnd:
+                self._ids.add(ev.message)  # type: ignore[union-attr]
+                self._kind = None
+        if ended or self.decoder.done:
+            self._done = True
+            reason = self.decoder.to_openai().finish_reason
+            out.append(self._chunk({}, reason))
+            if self.include_usage:
+                p, c = self.prompt_tokens or 0, self.completion_tokens
+                out.append({"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                            "model": self.model, "choices": [],
+                            "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}})
+        return out
+
+    def _piece(self, k: str, text: str) -> dict[str, Any]:
+        if k is CALL:
+            return {"tool_calls": [{"index": self._calls - 1, "function": {"arguments": text}}]}
+        return {k: text}
+
+    def _start(self, ev: MessageStart, out: list[dict[str, Any]]) -> None:
+        k = kind(ev.role, ev.channel, ev.recipient, ev.intent)
+        self._kind = k
+        self._channel = ev.channel
+        if k is CALL:
+            header = Message(role=ev.role, content="", channel=ev.channel, recipient=ev.recipient,
+                             call_id=ev.call_id, name=ev.name, intent=ev.intent, content_type=ev.content_type,
+                             constrain=ev.constrain)
+            cid = ev.call_id if ev.call_id is not None else self._ids.id_for(header)
+            out.append(self._chunk({"tool_calls": [{"index": self._calls, "id": cid, "type": "function",
+                                                    "function": {"name": function_name(ev.recipient or ""),
+                                                                 "arguments": ""}}]}))
+            self._calls += 1
+        elif k is not None:
+            # to_openai joins several messages of a field with "\n"; an empty message still makes
+            # the field a string ("" - not absent / None), so the first one opens it with ""
+            out.append(self._chunk({k: "\n" if self._counts[k] else ""}))
+            self._counts[k] += 1
+
+
+def accumulate(chunks: Iterable[dict[str, Any]], index: int = 0) -> dict[str, Any]:
+    """The deltas of one choice merged as OpenAI clients merge them: ``{"message", "finish_reason"}``
+    (``message`` keys as ``to_openai``'s: ``content`` None when no content delta came,
+    ``reasoning_content`` / ``tool_calls`` only when some came)."""
+    msg: dict[str, Any] = {"role": None, "content": None}
+    calls: list[dict[str, Any]] = []
+    finish = None
+    for c in chunks:
+        for ch in c["choices"]:
+            if ch["index"] != index:
+                continue
+            d = ch["delta"]
+            if "role" in d:
+                msg["role"] = d["role"]
+            for key in ("content", "reasoning_content"):
+                if d.get(key) is not None:
+                    msg[key] = (msg.get(key) or "") + d[key]
+            for tc in d.get("tool_calls") or ():
+                i = tc["index"]
+                if i == len(calls):
+                    calls.append({"id": tc.get("id"), "type": tc.get("type"),
+                                  "function": {"name": tc["function"].get("name"), "arguments": ""}})
+                calls[i]["function"]["arguments"] += tc["function"].get("arguments") or ""
+            if ch["finish_reason"] is not None:
+                finish = ch["finish_reason"]
+    if calls:
+        msg["tool_calls"] = calls
+    return {"message": msg, "finish_reason": finish}

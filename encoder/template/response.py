@@ -1,0 +1,129 @@
+"""transformers response templates: ``tokenizer.parse_response(ids, prefix=prompt)`` reads ocml formats.
+
+transformers >= 5.13 parses generated text with a declarative ``response_template`` stored
+in ``tokenizer_config.json`` (``transformers.utils.chat_parsing``): regions (message
+fields) opened and closed by literal or regex delimiters over the *decoded* text, each
+region's text parsed (``text``, ``json``...) and optionally reshaped by a ``transform``.
+``response_template(enc)`` builds one per format so that ``parse_response`` returns what
+``enc.to_openai(ids).message`` returns on generated completions (tests:
+``tests/test_response_template.py``); ``save_pretrained`` writes it.
+
+How each format is expressed:
+
+* Harmony, OpenChatML 2.x: every message header is matched whole, from right after
+  ``<|start|>assistant`` (or the start of the completion: the prompt's generation prompt
+  is cut by ``start_anchor``), so exactly one of three fields opens: ``tool_calls`` (a
+  recipient other than ``all``: ``function.name`` is the recipient without ``functions.``,
+  ``function.arguments`` the body verbatim), ``content`` (``final``, no channel, or a
+  ``commentary`` preamble; several joined with ``"\\n"``) or ``reasoning_content`` (the
+  rest; joined with ``"\\n"``) - ``encoder.openai_message.kind``'s rule.  A message ends at
+  ``<|end|>``, ``<|return|>``, ``<|call|>`` or the next ``<|start|>``; text between messages
+  and messages of other roles go nowhere, as in ``to_openai``.
+* ChatML: the content is the text before ``<|im_end|>``, verbatim (``to_openai`` does not
+  read ``<tool_call>`` bodies either).
+* Apertus: the content is the response text; thoughts (``<|inner_prefix|>``) and tool call
+  sections (``<|tools_prefix|>``) are matched and dropped (a ``transform`` to ``""``: empty
+  values leave the parsed message), as ``to_openai`` reads Apertus completions today.
+
+What a response template cannot express (README, "Serving"): generated tool call ids
+(``to_openai``'s ``call_`` + hash: there is no ``id`` in the parsed calls; OpenChatML 2.2's
+``call_id=`` header is not read either, a transform cannot make a field optional),
+``finish_reason`` (a template parses text, it does not know why generation stopped), an
+empty reasoning message (``to_openai`` gives ``""``, the parser drops empty fields),
+control-token *text* inside a message (the template reads decoded text, where the
+ordinary-token spelling ``<|end|>`` and the control id look the same; ocml's decoder tells
+them apart), OpenChatML 2.2 literal blocks (their body may hold control text), and the
+lenient report (``to_openai``'s ``errors``).  Fallback mode has no saved folder (no chat
+template either), so no response template.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UnrepresentableError
+
+if TYPE_CHECKING:
+    from ..encoder import Encoder
+
+__all__ = ["response_template"]
+
+_A = r"(?:^|(?<=<\|start\|>assistant))"               # a header starts right after the role
+_W = r"[^\s<]*"                                         # a header word
+_END = r"(?![^\s<])"                                    # ... ends here
+_TO = r"\s*to=(?!all" + _END + r")(?:functions\.(?=[^\s<]))?(?P<name>[^\s<]+)"
+_TO_ALL = r"\s*to=all" + _END
+_CT = r"(?:\s*<\|constrain\|>" + _W + r"|\s+(?!to=)[^\s<]+)*"   # <|constrain|>TYPE / content type words
+_MSG = r"\s*<\|message\|>"
+_CH = r"<\|channel\|>"
+_CH_ANSWER = _CH + r"(?:final|commentary)" + _END
+_CH_OTHER = _CH + r"(?!(?:final|commentary)" + _END + r")" + _W
+_CH_ANY = _CH + _W
+_CLOSE = ["<|end|>", "<|return|>", "<|call|>", "<|start|>"]
+_CALL = {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}}
+_TEXT = {"strip": False}
+
+
+def _channel_fields(call: str, content: str, reasoning: str) -> dict[str, Any]:
+    return {
+        "tool_calls": {"open_pattern": call, "close": _CLOSE, "content_args": _TEXT, "repeats": True,
+                       "transform": _CALL},
+        "content": {"open_pattern": content, "close": _CLOSE, "content_args": _TEXT, "repeats": True, "join": "\n"},
+        "reasoning_content": {"open_pattern": reasoning, "close": _CLOSE, "content_args": _TEXT, "repeats": True,
+                              "join": "\n"},
+    }
+
+
+def _harmony() -> dict[str, Any]:
+    call = _A + r"(?:" + _TO + r"\s*" + _CH_ANY + r"|" + _CH_ANY + _TO + r")" + _CT + _MSG
+    content = _A + r"(?:" + _TO_ALL + r")?(?:" + _CH_ANSWER + r"(?:" + _TO_ALL + r")?)?" + _CT + _MSG
+    reasoning = _A + r"(?:" + _TO_ALL + r")?" + _CH_OTHER + r"(?:" + _TO_ALL + r")?" + _CT + _MSG
+    return _channel_fields(call, content, reasoning)
+
+
+def _openchatml() -> dict[str, Any]:
+    attr = r"\s+(?!to=|intent=)[A-Za-z_][\w-]*=[^\s<]*"          # call_id=, name=, content_type=...
+    intent = r"\s+intent=" + _W
+    pre = r"\s+intent=preamble" + _END
+    other_intent = r"\s+intent=(?!preamble" + _END + r")" + _W
+    any_attrs = r"(?:" + attr + r"|" + intent + r"|" + _TO_ALL + r")*"
+    plain = r"(?:" + attr + r"|" + _TO_ALL + r")*"
+    call = _A + any_attrs + _TO + any_attrs + r"(?:" + _CH_ANY + r")?" + _CT + _MSG
+    content = (_A + r"(?:" + any_attrs + r"(?:" + _CH + r"final" + _END + r")?|" + plain + r"(?:" + pre + plain
+               + r")?" + _CH + r"commentary" + _END + r")" + _CT + _MSG)
+    reasoning = (_A + r"(?:" + any_attrs + _CH_OTHER + r"|" + plain + other_intent + plain + _CH + r"commentary"
+                 + _END + r")" + _CT + _MSG)
+    return _channel_fields(call, content, reasoning)
+
+
+def _dropped(open_: str, close: str | None = None) -> dict[str, Any]:
+    f: dict[str, Any] = {"open": open_, "transform": ""}
+    if close is not None:
+        f["close"] = close
+    return f
+
+
+def response_template(enc: Encoder) -> dict[str, Any]:
+    """The ``response_template`` dict of ``enc``'s format (see the module docstring)."""
+    if enc.fallback_controls:
+        raise UnrepresentableError("no response template in fallback mode: the controls are text",
+                                   field="tokenizer", hint="register the controls (vocab.load(NAME, register=FORMAT))")
+    name = enc.format_name
+    if name == "harmony":
+        return {"version": 1, "start_anchor": "<|start|>assistant", "defaults": {"role": "assistant", "content": None},
+                "fields": _harmony()}
+    if name in ("openchatml-2.2", "openchatml-2.0"):
+        return {"version": 1, "start_anchor": "<|start|>assistant", "defaults": {"role": "assistant", "content": None},
+                "fields": _openchatml()}
+    if name == "chatml":
+        return {"version": 1, "start_anchor": "<|im_start|>assistant\n",
+                "defaults": {"role": "assistant", "content": ""},
+                "fields": {"content": {"content_args": _TEXT}, "end": _dropped("<|im_end|>")}}
+    if name == "apertus":
+        return {"version": 1, "start_anchor": "<|assistant_start|>",
+                "defaults": {"role": "assistant", "content": ""},
+                "fields": {"content": {"content_args": _TEXT, "repeats": True, "join": ""},
+                           "thoughts": _dropped("<|inner_prefix|>", "<|inner_suffix|>"),
+                           "tool_sections": _dropped("<|tools_prefix|>", "<|tools_suffix|>"),
+                           "end": _dropped("<|assistant_end|>")}}
+    raise UnrepresentableError(f"no response template for {name!r}", field="format")
