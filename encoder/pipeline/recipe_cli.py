@@ -21,7 +21,11 @@ DEST_TO_KEY = {"format": "format", "tokenizer": "tokenizer", "model": "model", "
                "reasoning": "reasoning", "workers": "workers", "messages_field": "messages_field",
                "tools_field": "tools_field", "overlong": "overlong", "strict": "strict", "shard_size": "shard_size",
                "output": "output", "window": "window", "pad_id": "pad_id", "overwrite": "overwrite",
-               "progress": "progress", "no_pack": "pack", "out": "out", **{k: k for k in RECIPE_FLAGS}}
+               "progress": "progress", "no_pack": "pack", "out": "out", "max_bad_fraction": "max_bad_fraction",
+               "keep_untrained": "keep_untrained", "pad_to_multiple_of": "pad_to_multiple_of", "seq_idx": "seq_idx",
+               **{k: k for k in RECIPE_FLAGS}}
+# Flags that say how to run the command itself, not what the recipe packs.
+NOT_RECIPE_KEYS = frozenset({"recipe", "json", "help"})
 
 
 def add_recipe_arguments(p: argparse.ArgumentParser) -> None:
@@ -81,9 +85,15 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
     given |= {k for k in RECIPE_FLAGS if getattr(args, k, None) is not None}
     overrides: dict[str, Any] = {}
     for dest in sorted(given):
-        key = DEST_TO_KEY.get(dest)
-        if key is None or not hasattr(args, dest):
+        if dest in NOT_RECIPE_KEYS:
             continue
+        key = DEST_TO_KEY.get(dest)
+        if key is None:
+            # A pack option the recipe driver does not know would be silently ignored: refuse it.
+            raise InputError(f"--{dest.replace('_', '-')} is not supported in a recipe run", code="E-USAGE",
+                             field=f"--{dest.replace('_', '-')}",
+                             hint="report this: every ocml pack option must apply to recipe runs too "
+                                  "(encoder.pipeline.recipe_cli.DEST_TO_KEY)")
         value = getattr(args, dest)
         overrides[key] = (not value) if dest == "no_pack" else value
     if args.recipe is not None:

@@ -199,13 +199,33 @@ def format_report(r: dict[str, Any]) -> str:
 
 # -- the finished run -------------------------------------------------------------------------------
 
-def _trained(opts: Any, state: Any) -> dict[str, Any]:
-    """Trained tokens as rendered, what each policy removed, and what the rows train."""
-    c, tot = state.counters, state.pack_total
+def trained_summary(packed: bool, rendered: int, tot: Any, start_trained: int) -> dict[str, Any]:
+    """Trained tokens as rendered, what each policy removed, and what the rows train
+    (``tot``: the packers' ``run.PackTotals``; plain and recipe runs both report this)."""
     removed = ({"overlong_drop": tot.dropped_trained, "overlong_truncate": tot.truncated_trained,
-                "overlong_split": tot.split_trained, "document_start": c.start_trained} if opts.pack else {})
-    after = tot.trained_tokens if opts.pack else c.trained_tokens
-    return {"rendered": c.trained_tokens, "removed": removed, "after": after}
+                "overlong_split": tot.split_trained, "document_start": start_trained} if packed else {})
+    after = tot.trained_tokens if packed else rendered
+    return {"rendered": rendered, "removed": removed, "after": after}
+
+
+def manifest_columns(packed: bool, seq_idx: bool) -> list[str]:
+    """The columns of the rows (Parquet / .npy), as the manifest lists them."""
+    if not packed:
+        return ["input_ids", "labels", "assistant_masks", "source", "record"]
+    return ["input_ids", "labels", "position_ids", "seq_lengths", "doc_source", "doc_record"] + \
+        (["seq_idx"] if seq_idx else [])
+
+
+def untrained_summary(out: Path, kept: bool, count: int) -> dict[str, Any]:
+    """The report's ``untrained`` section (documents with nothing to train, ``untrained.jsonl``)."""
+    from .untrained import UNTRAINED
+
+    return {"file": UNTRAINED, "kept": kept, "count": count, **log_summary(out / UNTRAINED, "reason")}
+
+
+def _trained(opts: Any, state: Any) -> dict[str, Any]:
+    c = state.counters
+    return trained_summary(opts.pack, c.trained_tokens, state.pack_total, c.start_trained)
 
 
 def final_report(opts: Any, enc: Any, state: Any, inputs: list[dict[str, Any]],
@@ -218,7 +238,6 @@ def final_report(opts: Any, enc: Any, state: Any, inputs: list[dict[str, Any]],
     from .options import mask_name, ocml_version
     from .resume import PROGRESS, STATE_DIR
     from .shards import MEGATRON_DIR, NPY_DIR, PARQUET_DIR, shard_name
-    from .untrained import UNTRAINED
 
     out = opts.out
     c = state.counters
@@ -242,8 +261,7 @@ def final_report(opts: Any, enc: Any, state: Any, inputs: list[dict[str, Any]],
         "cot": enc.cot.value, "inputs": list(opts.inputs),
         "counts": asdict(c) | {"rows": rows, "trained_tokens": trained["after"]},
         "trained": trained,
-        "untrained": {"file": UNTRAINED, "kept": opts.keep_untrained, "count": c.untrained,
-                      **log_summary(out / UNTRAINED, "reason")},
+        "untrained": untrained_summary(out, opts.keep_untrained, c.untrained),
         "pack": pack, "lengths": state.hist.stats(opts.seq_len),
         "errors": {"file": ERRORS, **errors, "max_bad_fraction": opts.max_bad_fraction,
                    "bad_fraction": c.bad_records / c.records if c.records else 0.0},
@@ -266,9 +284,7 @@ def final_report(opts: Any, enc: Any, state: Any, inputs: list[dict[str, Any]],
                       "n_vocab": enc.tokenizer.n_vocab},
         "mask": mask_name(enc.mask), "cot": enc.cot.value, "packed": opts.pack, "seq_len": opts.seq_len,
         "overlong": opts.overlong_policy.value if opts.pack else None, "pad_id": pack["pad_id"] if pack else None,
-        "columns": (["input_ids", "labels", "position_ids", "seq_lengths", "doc_source", "doc_record"]
-                    + (["seq_idx"] if opts.seq_idx else [])
-                    if opts.pack else ["input_ids", "labels", "assistant_masks", "source", "record"]),
+        "columns": manifest_columns(opts.pack, opts.seq_idx),
         "pad_to_multiple_of": opts.pad_to_multiple_of,
         "sources": state.smap.manifest(),
         "shards": {"parquet": [f"{PARQUET_DIR}/{shard_name(k)}.parquet" for k in range(n_shards)]
