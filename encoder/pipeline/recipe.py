@@ -358,6 +358,12 @@ def resolve_recipe(data: Mapping[str, Any], overrides: Mapping[str, Any] | None 
     for key in ("seq_len", "window", "shard_size", "chunk_records", "epoch_tokens"):
         _positive(key, getattr(base, key), "")
     _positive("workers", base.workers, "", 0)
+    if base.output == "megatron" and base.seq_len is None and "pack" not in top:
+        base = replace(base, pack=False)  # Megatron packs at train time (as ``ocml pack --output megatron``)
+    # The checks of a plain run (one home, ``options.check``): --seq-len when packing, --pad-to-multiple-of,
+    # --seq-idx, megatron's unpacked documents, --max-bad-fraction's range, ...
+    check(replace(base, sources=tuple(SourceSpec(path=str(p), name=str(p)) for p in range(len(raw_sources))))
+          .pack_options())
     sources = []
     for i, raw in enumerate(raw_sources):
         where = f"sources[{i}]."
@@ -386,19 +392,12 @@ def resolve_recipe(data: Mapping[str, Any], overrides: Mapping[str, Any] | None 
         _choice("mask", s["mask"], list(NAMED_MASKS), where)
         _choice("cot", s["cot"], [c.value for c in CotPolicy], where)
         sources.append(SourceSpec(**s))
-    if base.output == "megatron" and base.seq_len is None and "pack" not in top:
-        base = replace(base, pack=False)  # Megatron packs at train time (as ``ocml pack --output megatron``)
-    if base.pack and base.seq_len is None:
-        raise RecipeError("seq_len is required when packing", field="seq_len",
-                          hint="seq_len: 4096 (or pack: false for one row per conversation)")
     names = [s.name for s in sources]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise RecipeError(f"two sources are named {dup[0]!r}", field="name",
                           hint="give each source its own name: (name: ...)")
-    recipe = replace(base, sources=tuple(sources), max_bad_fraction=float(base.max_bad_fraction))
-    check(recipe.pack_options())  # the checks of a plain run (one home): pad multiple, --seq-idx, megatron, ...
-    return recipe
+    return replace(base, sources=tuple(sources), max_bad_fraction=float(base.max_bad_fraction))
 
 
 def recipe_from_cli(inputs: list[str], options: Mapping[str, Any]) -> dict[str, Any]:

@@ -68,7 +68,12 @@ def explicit_dests(parser: argparse.ArgumentParser, argv: list[str]) -> set[str]
 
 
 def is_recipe_run(args: argparse.Namespace) -> bool:
-    return args.recipe is not None or any(getattr(args, k, None) is not None for k in RECIPE_FLAGS)
+    """Every run is a recipe run (``recipe_run``: rows in a seeded order across all shards)
+    except ``--no-shuffle`` without other recipe flags, which streams its inputs in one pass
+    (``run``: rows in packing order, no spool on disk)."""
+    if args.recipe is not None or any(getattr(args, k, None) is not None for k in RECIPE_FLAGS if k != "shuffle"):
+        return True
+    return args.shuffle is not False
 
 
 def check_plain_run(args: argparse.Namespace) -> bool:

@@ -634,6 +634,7 @@ class RecipeRun:
                            "shards": len(splits[s]["shards"])} for s in SPLITS},
             "shard_size": r.shard_size, "counts": report["counts"], "inputs": self.inputs,
             "recipe": r.to_dict(), "model": self.detection,
+            "options": {**self.opts.output_key(enc), "mask": report["mask"], "cot": report["cot"]},
         }
         write_json(out / "manifest.json", manifest)
         (out / "recipe.yaml").write_text(dump_recipe(r), encoding="utf-8")
