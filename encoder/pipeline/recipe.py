@@ -313,9 +313,12 @@ def _positive(key: str, value: int | None, where: str, minimum: int = 1) -> None
         raise RecipeError(f"{where}{key} must be >= {minimum}, got {value}", field=key)
 
 
-def resolve_recipe(data: Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> Recipe:
+def resolve_recipe(data: Mapping[str, Any], overrides: Mapping[str, Any] | None = None, *,
+                   command_line: bool = False) -> Recipe:
     """Validate a recipe mapping (plus command-line ``overrides``, which win, for sources too)
-    and fill every default.  Raises ``RecipeError`` naming the key, with a suggestion."""
+    and fill every default.  Raises ``RecipeError`` naming the key, with a suggestion
+    (``command_line``: the run is ``ocml pack INPUT...`` without a recipe file, so the option
+    checks shared with a plain run raise their ``E-USAGE`` errors naming the flags)."""
     from ..formats import RENDERABLE
     from ..masks import NAMED_MASKS
     from ..messages import CotPolicy
@@ -362,8 +365,14 @@ def resolve_recipe(data: Mapping[str, Any], overrides: Mapping[str, Any] | None 
         base = replace(base, pack=False)  # Megatron packs at train time (as ``ocml pack --output megatron``)
     # The checks of a plain run (one home, ``options.check``): --seq-len when packing, --pad-to-multiple-of,
     # --seq-idx, megatron's unpacked documents, --max-bad-fraction's range, ...
-    check(replace(base, sources=tuple(SourceSpec(path=str(p), name=str(p)) for p in range(len(raw_sources))))
-          .pack_options())
+    try:
+        check(replace(base, sources=tuple(SourceSpec(path=str(p), name=str(p)) for p in range(len(raw_sources))))
+              .pack_options())
+    except InputError as exc:
+        if command_line:
+            raise
+        raise RecipeError(_as_keys(exc.message), field=_as_keys(exc.field or ""),
+                          hint=_as_keys(exc.hint or "") or None) from None
     sources = []
     for i, raw in enumerate(raw_sources):
         where = f"sources[{i}]."
@@ -398,6 +407,14 @@ def resolve_recipe(data: Mapping[str, Any], overrides: Mapping[str, Any] | None 
         raise RecipeError(f"two sources are named {dup[0]!r}", field="name",
                           hint="give each source its own name: (name: ...)")
     return replace(base, sources=tuple(sources), max_bad_fraction=float(base.max_bad_fraction))
+
+
+def _as_keys(text: str) -> str:
+    """A flag-worded message in recipe keys: ``--no-pack`` -> ``pack: false``, ``--seq-len`` -> ``seq_len``."""
+    import re
+
+    text = text.replace("--no-pack", "pack: false")
+    return re.sub(r"--([a-z][a-z-]*)", lambda m: m.group(1).replace("-", "_"), text)
 
 
 def recipe_from_cli(inputs: list[str], options: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """``ocml pack``'s recipe options: ``--recipe FILE`` and the recipe-only flags, and which
 command-line flags were given (they override the recipe).
 
-A run is a recipe run when it has ``--recipe`` or any of ``--seed``, ``--validation``,
-``--validation-pack``, ``--dedup``, ``--shuffle`` (the inputs are then its sources, one
-each); otherwise ``ocml pack`` streams its inputs in one pass as before.
+Every run is a recipe run (the inputs are then its sources, one each, weight 1) except
+``--no-shuffle`` without ``--recipe`` / ``--seed`` / ``--validation`` / ``--dedup``, which
+streams its inputs in one pass (``pipeline.run``).  Every pack flag maps to a recipe key
+(``DEST_TO_KEY``); one that does not is a usage error, never dropped.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def add_recipe_arguments(p: argparse.ArgumentParser) -> None:
                    help="exact = drop conversations whose rendered ids repeat (default off; duplicates are "
                         "counted either way)")
     g.add_argument("--shuffle", action=argparse.BooleanOptionalAction, default=None,
-                   help="seeded order of documents and rows across all shards (recipe runs: default yes)")
+                   help="seeded order of documents and rows across all shards (default yes); --no-shuffle "
+                        "streams the inputs in one pass, rows in packing order, nothing spooled to disk")
 
 
 def explicit_dests(parser: argparse.ArgumentParser, argv: list[str]) -> set[str]:
@@ -111,7 +113,7 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
             raise InputError("no input given", code="E-USAGE", field="INPUT",
                              hint="pass input files, or --recipe FILE")
         data = recipe_from_cli(list(args.inputs), {})
-    recipe = resolve_recipe(data, overrides)
+    recipe = resolve_recipe(data, overrides, command_line=args.recipe is None)
     if recipe.out is None:
         raise InputError("no output folder", code="E-USAGE", field="--out", hint="pass --out DIR")
     return recipe

@@ -161,6 +161,9 @@ class RecipeRun:
         if resumed:
             self._say(f"ocml: resuming the recipe run in {self.out} at its {self.progress.get('phase')} phase")
         phase = self.progress.get("phase", "scan")
+        if self.progress.get("scan"):  # this run's speed counts from what was scanned before it
+            done = self.progress["scan"]["counts"]
+            self.start_counts = (sum(c["records"] for c in done), sum(c["tokens"] for c in done))
         if phase == "scan":
             self._scan(self.progress.get("scan"))
         scan = self.progress["scan"]
