@@ -51,8 +51,8 @@ from .pack_encoder import encoder_factory
 from .provenance import LOC_BITS, SourceMap
 from .readers import Position, Source, count_records, iter_chunks, resolve
 from .recipe import Recipe, dump_recipe, expand_path
-from .report import (OVERLONG, LengthHistogram, error_summary, format_report, manifest_columns, trained_summary,
-                     untrained_summary, write_json)
+from .report import (OVERLONG, LengthHistogram, errors_section, format_report, manifest_columns, shard_dirs,
+                     timing_section, trained_summary, untrained_summary, write_json)
 from .resume import PROGRESS, STATE_DIR, fingerprint, input_fingerprint
 from .resume import reopen_log as _reopen
 from .run import WRITE_TOKENS, PackTotals, RunResult
@@ -586,28 +586,23 @@ class RecipeRun:
             if train_pack else PackTotals(r.seq_len or 0)
         trained_report = trained_summary(r.pack, splits["train"]["trained_tokens"], train_tot,
                                          int(self.progress.get("start_trained", {}).get("train", 0)))
-        dirs = [d + "/" for d, o in ((PARQUET_DIR, "parquet"), (NPY_DIR, "npy"), (MEGATRON_DIR, "megatron"))
-                if o in r.outputs]
+        dirs = shard_dirs(r.outputs)
         run_records, run_tokens = tot["records"] - self.start_counts[0], tot["tokens"] - self.start_counts[1]
         report = {
             "out": str(out), "format": enc.format_name, "tokenizer": enc.tokenizer.name,
             "mask": _common([s.mask for s in r.sources]), "cot": _common([s.cot for s in r.sources]),
-            "inputs": [i["path"] for i in self.inputs],
+            "inputs": [s.path for s in r.sources],  # as given (a plain run's inputs); files: the manifest
             "counts": {"records": tot["records"], "documents": tot["documents"], "bad_records": tot["rejected"],
                        "untrained": tot["untrained"], "tokens": tot["tokens"],
                        "trained_tokens": trained_report["after"], "rows": splits["train"]["rows"]},
             "trained": trained_report,
             "untrained": untrained_summary(out, r.keep_untrained, tot["untrained"]),
             "pack": pack, "lengths": hist.stats(r.seq_len),
-            "errors": {"file": ERRORS, **error_summary(out / ERRORS), "max_bad_fraction": r.max_bad_fraction,
-                       "bad_fraction": tot["rejected"] / tot["records"] if tot["records"] else 0.0},
+            "errors": errors_section(out, r.max_bad_fraction, tot["rejected"], tot["records"]),
             "shards": {"count": shards["train"], "outputs": list(r.outputs), "dirs": dirs,
                        "names": splits["train"]["shards"]},
             # This run's own work: a resumed run counts from the scan checkpoint it started at.
-            "timing": {"seconds": round(seconds, 3), "records": run_records, "tokens": run_tokens,
-                       "records_per_s": run_records / seconds if seconds else 0.0,
-                       "tokens_per_s": run_tokens / seconds if seconds else 0.0, "workers": self.workers,
-                       "resumed_from_shard": self.resumed_from},
+            "timing": timing_section(seconds, run_records, run_tokens, self.workers, self.resumed_from),
             "recipe": {
                 "seed": r.seed, "sources": plan.per_source, "splits": splits,
                 "validation": {"spec": r.validation.to_value() if r.validation else None,

@@ -208,6 +208,30 @@ def trained_summary(packed: bool, rendered: int, tot: Any, start_trained: int) -
     return {"rendered": rendered, "removed": removed, "after": after}
 
 
+def errors_section(out: Path, max_bad_fraction: float, bad: int, records: int) -> dict[str, Any]:
+    """The report's ``errors``: counts by code, the first bad records, the gate's limit and the fraction."""
+    from .errorfile import ERRORS
+
+    return {"file": ERRORS, **error_summary(out / ERRORS), "max_bad_fraction": max_bad_fraction,
+            "bad_fraction": bad / records if records else 0.0}
+
+
+def timing_section(seconds: float, records: int, tokens: int, workers: int, resumed_from_shard: int) -> dict[str, Any]:
+    """The report's ``timing``: this run's own work (a resumed run counts from its checkpoint)."""
+    return {"seconds": round(seconds, 3), "records": records, "tokens": tokens,
+            "records_per_s": records / seconds if seconds else 0.0,
+            "tokens_per_s": tokens / seconds if seconds else 0.0, "workers": workers,
+            "resumed_from_shard": resumed_from_shard}
+
+
+def shard_dirs(outputs: Any) -> list[str]:
+    """The output folders of ``outputs`` (``data/``, ``npy/``, ``megatron/``)."""
+    from .shards import MEGATRON_DIR, NPY_DIR, PARQUET_DIR
+
+    return [d + "/" for d, o in ((PARQUET_DIR, "parquet"), (NPY_DIR, "npy"), (MEGATRON_DIR, "megatron"))
+            if o in outputs]
+
+
 def manifest_columns(packed: bool, seq_idx: bool) -> list[str]:
     """The columns of the rows (Parquet / .npy), as the manifest lists them."""
     if not packed:
@@ -234,14 +258,12 @@ def final_report(opts: Any, enc: Any, state: Any, inputs: list[dict[str, Any]],
     finished run (``state``: ``run._Run``); returns the report."""
     from dataclasses import asdict
 
-    from .errorfile import ERRORS
     from .options import mask_name, ocml_version
     from .resume import PROGRESS, STATE_DIR
     from .shards import MEGATRON_DIR, NPY_DIR, PARQUET_DIR, shard_name
 
     out = opts.out
     c = state.counters
-    errors = error_summary(out / ERRORS)
     pack = None
     if opts.pack:
         tot = state.pack_total
@@ -251,8 +273,7 @@ def final_report(opts: Any, enc: Any, state: Any, inputs: list[dict[str, Any]],
                 "pad_id": state.packer.pad_id if state.packer is not None else None,
                 "pad_to_multiple_of": opts.pad_to_multiple_of,
                 "overlong_file": OVERLONG, "overlong_documents": first}
-    dirs = [d + "/" for d, o in ((PARQUET_DIR, "parquet"), (NPY_DIR, "npy"), (MEGATRON_DIR, "megatron"))
-            if o in opts.outputs]
+    dirs = shard_dirs(opts.outputs)
     rows = pack["rows"] if pack else c.documents
     trained = _trained(opts, state)
     run_records, run_tokens = c.records - state.start_counts[0], c.tokens - state.start_counts[1]
@@ -263,15 +284,11 @@ def final_report(opts: Any, enc: Any, state: Any, inputs: list[dict[str, Any]],
         "trained": trained,
         "untrained": untrained_summary(out, opts.keep_untrained, c.untrained),
         "pack": pack, "lengths": state.hist.stats(opts.seq_len),
-        "errors": {"file": ERRORS, **errors, "max_bad_fraction": opts.max_bad_fraction,
-                   "bad_fraction": c.bad_records / c.records if c.records else 0.0},
+        "errors": errors_section(out, opts.max_bad_fraction, c.bad_records, c.records),
         "shards": {"count": n_shards, "outputs": list(opts.outputs), "dirs": dirs,
                    "names": [shard_name(k) for k in range(n_shards)]},
         # This run's own work: a resumed run counts from the checkpoint it started at.
-        "timing": {"seconds": round(seconds, 3), "records": run_records, "tokens": run_tokens,
-                   "records_per_s": run_records / seconds if seconds else 0.0,
-                   "tokens_per_s": run_tokens / seconds if seconds else 0.0, "workers": state.workers,
-                   "resumed_from_shard": state.resumed_shards},
+        "timing": timing_section(seconds, run_records, run_tokens, state.workers, state.resumed_shards),
     }
     title = f"{c.documents:,} documents, {enc.format_name}" + (f", seq_len {opts.seq_len:,}" if opts.seq_len else "")
     if opts.plot:
