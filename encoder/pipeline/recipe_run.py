@@ -49,10 +49,10 @@ from .options import mask_name as _policy
 from .outdir import prepare
 from .pack_encoder import encoder_factory
 from .provenance import LOC_BITS, SourceMap
-from .readers import Position, Source, count_records, iter_chunks, resolve
+from .readers import Position, Source, iter_chunks, resolve
 from .recipe import Recipe, dump_recipe, expand_path
-from .report import (OVERLONG, LengthHistogram, errors_section, format_report, manifest_columns, shard_dirs,
-                     timing_section, trained_summary, untrained_summary, write_json)
+from .report import (OVERLONG, LengthHistogram, errors_section, format_report, manifest_columns, overlong_entries,
+                     shard_dirs, timing_section, trained_summary, untrained_summary, write_json)
 from .resume import PROGRESS, STATE_DIR, fingerprint, input_fingerprint
 from .resume import reopen_log as _reopen
 from .run import WRITE_TOKENS, PackTotals, RunResult
@@ -258,16 +258,10 @@ class RecipeRun:
             self.meta.close()
 
     def _bar(self, done: int) -> Any:
-        """A progress bar over the scan (the phase that renders), as ``ocml pack`` shows one."""
-        show = self.recipe.progress if self.recipe.progress is not None else self.log.isatty()
-        if not show:
-            return False
-        from tqdm import tqdm
+        """A progress bar over the scan (the phase that renders), as a streaming run shows one."""
+        from .run import _bar
 
-        counts = [count_records(f) for f in self.files]
-        total = sum(counts) if all(c is not None for c in counts) else None  # type: ignore[misc]
-        return tqdm(total=total, initial=done, unit=" rec", file=self.log, dynamic_ncols=True, smoothing=0.1,
-                    desc="ocml pack (recipe)")
+        return _bar(self.opts, self.smap, self.log, done, desc="ocml pack (recipe)") or False
 
     def _consume(self, si: int, rd: Rendered, c: SourceCounts, hist: LengthHistogram, errors: ErrorLog,
                  untrained: IO[str]) -> int:
@@ -424,12 +418,7 @@ class RecipeRun:
             self._spool_rows(spool, p)
         self._spool_rows(spool, packer.finish())
         rep = packer.report
-        for kind, recs in (("dropped", rep.dropped), ("truncated", rep.truncated), ("split", rep.split)):
-            for rec in recs:
-                overlong.write(json.dumps({**self.doc_where(rec.index), "split": split, "action": kind,
-                                           "length": rec.length, "kept": rec.kept, "pieces": rec.pieces,
-                                           "reason": rec.reason, "trained": rec.trained,
-                                           "trained_kept": rec.trained_kept}, ensure_ascii=False) + "\n")
+        overlong.writelines(overlong_entries(self.doc_where, rep, split=split))
         tot.add(rep)
         return self._new_packer()
 

@@ -208,6 +208,18 @@ def trained_summary(packed: bool, rendered: int, tot: Any, start_trained: int) -
     return {"rendered": rendered, "removed": removed, "after": after}
 
 
+def overlong_entries(where: Any, report: Any, **extra: Any) -> list[str]:
+    """The ``overlong.jsonl`` lines of a packer report (``where(index)``: the document's file,
+    line, source and record)."""
+    lines = []
+    for kind, recs in (("dropped", report.dropped), ("truncated", report.truncated), ("split", report.split)):
+        for r in recs:
+            lines.append(json.dumps({**where(r.index), **extra, "action": kind, "length": r.length, "kept": r.kept,
+                                     "pieces": r.pieces, "reason": r.reason, "trained": r.trained,
+                                     "trained_kept": r.trained_kept}, ensure_ascii=False) + "\n")
+    return lines
+
+
 def errors_section(out: Path, max_bad_fraction: float, bad: int, records: int) -> dict[str, Any]:
     """The report's ``errors``: counts by code, the first bad records, the gate's limit and the fraction."""
     from .errorfile import ERRORS
