@@ -163,3 +163,16 @@ def test_recipe_file_takes_every_option(data: Path, tmp_path: Path, capsys: pyte
     assert "seq_idx" in table(tmp_path / "o").column_names
     seq = np.concatenate([np.asarray(x) for x in table(tmp_path / "o").column("seq_lengths").to_pylist()])
     assert (seq % 4 == 0).all()
+
+
+def test_every_pack_flag_maps_to_a_recipe_key() -> None:
+    """A flag added to ``ocml pack`` must reach the recipe driver (``DEST_TO_KEY`` and a ``Recipe``
+    field), or a default run refuses it: this names the flags that would be refused."""
+    from encoder.cli import build_parser
+    from encoder.pipeline.recipe import TOP_KEYS
+
+    sub = next(a for a in build_parser()._actions if isinstance(getattr(a, "choices", None), dict))
+    dests = {a.dest for a in sub.choices["pack"]._actions if a.option_strings}
+    assert sorted(dests - set(recipe_cli.DEST_TO_KEY) - recipe_cli.NOT_RECIPE_KEYS) == []
+    keys = {recipe_cli.DEST_TO_KEY[d] for d in dests if d in recipe_cli.DEST_TO_KEY}
+    assert sorted(keys - set(TOP_KEYS)) == []
