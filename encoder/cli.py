@@ -173,7 +173,7 @@ def _cmd_pack(args: argparse.Namespace) -> int:
     from .pipeline.recipe_cli import check_plain_run, is_recipe_run, run_from_args
     from .pipeline.run import PackOptions, StrictStop, TooManyBadRecords, run
 
-    recipe = is_recipe_run(args) or check_plain_run(args)  # --recipe / --seed / ...: pipeline.recipe_run
+    recipe = is_recipe_run(args) or check_plain_run(args)  # all but --no-shuffle: pipeline.recipe_run
     outputs = ("parquet", "npy") if args.output == "both" else (args.output,)
     unpacked = args.no_pack or (args.output == "megatron" and args.seq_len is None)  # Megatron packs at train time
     opts = None if recipe else PackOptions(

@@ -49,7 +49,10 @@ def packed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for out, extra in (("parquet", []), ("npy", ["--output", "npy"]), ("unpacked", ["--no-pack"]),
                        ("megatron", ["--output", "megatron"])):
         seq = [] if out in ("unpacked", "megatron") else ["--seq-len", "64"]
-        assert main(["pack", str(src), "--workers", "1", "--out", str(d / out), *seq, *extra]) == EXIT_OK
+        # --no-shuffle: the rows below are checked in packing order (the default's seeded row order is
+        # tested in test_recipe_run / test_pack_unified).
+        assert main(["pack", str(src), "--workers", "1", "--no-shuffle", "--out", str(d / out), *seq,
+                     *extra]) == EXIT_OK
     return d
 
 
@@ -58,24 +61,25 @@ def test_inspect_packed_parquet_plain(packed: Path, capsys: pytest.CaptureFixtur
     assert code == EXIT_OK
     # Best-fit-decreasing: the two longer documents share row 0, "Hi" is alone in row 1.
     assert out == ("[[row 0 · train-00000 row 0 · 52 tokens · 2 document(s) · 24 trained]]\n"
-                   "[[doc 0 · tokens 0-29 · 29 tokens, 16 trained]]\n" + SAY + "\n"
-                   "[[doc 1 · tokens 29-52 · 23 tokens, 8 trained]]\n" + TOKYO + "\n")
+                   "[[doc 0 · tokens 0-29 · 29 tokens, 16 trained · source 0 · record 1]]\n" + SAY + "\n"
+                   "[[doc 1 · tokens 29-52 · 23 tokens, 8 trained · source 0 · record 2]]\n" + TOKYO + "\n")
     code, out, _ = run(capsys, "inspect", str(packed / "parquet"), "--row", "1")
     assert out == ("[[row 1 · train-00000 row 1 · 13 tokens · 1 document(s) · 6 trained]]\n"
-                   "[[doc 0 · tokens 0-13 · 13 tokens, 6 trained]]\n" + HI + "\n")
+                   "[[doc 0 · tokens 0-13 · 13 tokens, 6 trained · source 0 · record 0]]\n" + HI + "\n")
     code, out, _ = run(capsys, "inspect", str(packed / "parquet"), "--doc", "1")
-    assert out.splitlines()[1:] == ["[[doc 1 · tokens 29-52 · 23 tokens, 8 trained]]", *TOKYO.split("\n")]
+    assert out.splitlines()[1:] == ["[[doc 1 · tokens 29-52 · 23 tokens, 8 trained · source 0 · record 2]]",
+                                    *TOKYO.split("\n")]
 
 
 def test_inspect_npy_shows_padding(packed: Path, capsys: pytest.CaptureFixture[str]):
     code, out, _ = run(capsys, "inspect", str(packed / "npy"), "--count", "5")
     assert code == EXIT_OK
     assert out == ("[[row 0 · train-00000 row 0 · 64 tokens · 2 document(s) · 24 trained]]\n"
-                   "[[doc 0 · tokens 0-29 · 29 tokens, 16 trained]]\n" + SAY + "\n"
-                   "[[doc 1 · tokens 29-52 · 23 tokens, 8 trained]]\n" + TOKYO + "\n"
+                   "[[doc 0 · tokens 0-29 · 29 tokens, 16 trained · source 0 · record 1]]\n" + SAY + "\n"
+                   "[[doc 1 · tokens 29-52 · 23 tokens, 8 trained · source 0 · record 2]]\n" + TOKYO + "\n"
                    "[[padding · tokens 52-64 · 12 tokens]]\n"
                    "[[row 1 · train-00000 row 1 · 64 tokens · 1 document(s) · 6 trained]]\n"
-                   "[[doc 0 · tokens 0-13 · 13 tokens, 6 trained]]\n" + HI + "\n"
+                   "[[doc 0 · tokens 0-13 · 13 tokens, 6 trained · source 0 · record 0]]\n" + HI + "\n"
                    "[[padding · tokens 13-64 · 51 tokens]]\n")
 
 
@@ -138,8 +142,10 @@ def test_inspect_finds_documents_by_provenance(tmp_path: Path, capsys: pytest.Ca
 
 def test_inspect_usage_errors(packed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     d = str(packed / "parquet")
+    # Megatron's .bin/.idx hold ids and masks only (ocml pack's Parquet / .npy rows carry provenance).
+    code, out, err = run(capsys, "inspect", str(packed / "megatron"), "--source", "0")
+    assert code == EXIT_USAGE and "no provenance columns" in err and not out, err
     cases = [
-        (["--source", "0"], "no provenance columns"),
         (["--row", "9"], "row 9 out of range"),
         (["--doc", "5"], "no document 5"),
         (["--count", "0"], "--count must be >= 1"),

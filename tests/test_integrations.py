@@ -319,12 +319,19 @@ def cli_out(tmp_path_factory: pytest.TempPathFactory, jsonl: Path) -> dict[str, 
     from encoder.cli import main
 
     out: dict[str, pa.Table] = {}
-    for name, extra in (("unpacked", ["--no-pack"]), ("packed", ["--seq-len", str(SEQ_LEN), "--overlong", "split"])):
+    # Unpacked: the default run (rows in a seeded order), put back in input order by each row's provenance
+    # column ``record``.  Packed: the integrations pack documents in input order, so the CLI must too
+    # (--no-shuffle: the default packs a seeded document order and shuffles the rows).
+    for name, extra in (("unpacked", ["--no-pack"]),
+                        ("packed", ["--seq-len", str(SEQ_LEN), "--overlong", "split", "--no-shuffle"])):
         d = tmp_path_factory.mktemp(name)
         code = main(["pack", str(jsonl), "--format", FMT, "--out", str(d / "o"), "--workers", "1",
                      "--max-bad-fraction", "1", "--keep-untrained", *extra])
         assert code == 0
         out[name] = pq.read_table(d / "o" / "data")
+        if name == "unpacked":
+            assert out[name].column("record").to_pylist() != sorted(out[name].column("record").to_pylist())
+            out[name] = out[name].sort_by("record")
         out[name + "_errors"] = [json.loads(l) for l in (d / "o" / "errors.jsonl").read_text().splitlines()]
     return out
 

@@ -39,7 +39,7 @@ def rendered(source: Path) -> Any:
     from encoder.integrations.hf_datasets import render_dataset
 
     ds = datasets.Dataset.from_list([{"text": line, "source": "a"} for line in source.read_text().splitlines()])
-    return render_dataset(ds, FMT, json_field="text", keep=("source",))
+    return render_dataset(ds, FMT, json_field="text", remove_columns=["text"])  # keeps "source"
 
 
 @pytest.fixture(scope="module")

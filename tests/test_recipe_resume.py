@@ -85,6 +85,13 @@ def test_recipe_resume_after_kill(inputs: Path, reference: Path, tmp_path: Path,
                                     "validation-shard:0": {"train": n_train, "validation": 0}}[fault]
     res = run_recipe(resolve_recipe(recipe(inputs)), out)
     assert res.resumed
+    # The speed is the resumed run's own: the records / tokens it scanned after the checkpoint.
+    t, c = res.report["timing"], res.report["counts"]
+    scanned = sum(x["records"] for x in state["scan"]["counts"])
+    assert t["records"] == c["records"] - scanned and t["tokens"] <= c["tokens"]
+    assert (0 < scanned < c["records"]) if phase == "scan" else t["records"] == t["tokens"] == 0
+    if phase in ("shard", "progress"):
+        assert t["resumed_from_shard"] == state["written"]["train"]
     same_output(reference, out)
     ra, rb = (json.loads((x / "report.json").read_text()) for x in (reference, out))
     assert ra["recipe"] == rb["recipe"]

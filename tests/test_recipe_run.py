@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -255,17 +256,34 @@ def test_per_source_settings_apply_and_no_pack(data: Path, tmp_path: Path, capsy
                                                contents: dict[str, list[tuple[int, ...]]]) -> None:
     import io
 
+    import pyarrow.parquet as pq
+
     log = io.StringIO()
-    rec = resolve_recipe({"pack": False, "progress": True, "workers": 1, "plot": False, "sources": [
-        {"path": str(data / "b.parquet"), "name": "all"},
-        {"path": str(data / "b.parquet"), "name": "untrained", "mask": "none"}]})
+    sources = [{"path": str(data / "b.parquet"), "name": "all"},
+               {"path": str(data / "b.parquet"), "name": "untrained", "mask": "none"}]
+    # keep_untrained: the mask-none source's documents are packed (the recipe's per-source mask applied).
+    rec = resolve_recipe({"pack": False, "progress": True, "workers": 1, "plot": False, "keep_untrained": True,
+                          "sources": sources})
     res = run_recipe(rec, tmp_path / "o", log=log)
     assert "ocml pack (recipe)" in log.getvalue()  # progress: true shows the bar
     src = {s["name"]: s for s in res.report["recipe"]["sources"]}
     assert src["untrained"]["trained_tokens"] == 0 < src["all"]["trained_tokens"]
     assert src["untrained"]["duplicates"] == 30  # the same conversations again (dedup off: kept)
-    import pyarrow.parquet as pq
-
+    assert src["untrained"]["untrained"] == 30 and res.report["untrained"]["kept"] is True
     rows = pq.read_table(next((tmp_path / "o" / "data").glob("train-*.parquet"))).to_pylist()
-    assert set(rows[0]) == {"input_ids", "labels", "assistant_masks"} and len(rows) == 60
+    # Unpacked rows carry their provenance (source number, record index in it), as a plain run's.
+    assert set(rows[0]) == {"input_ids", "labels", "assistant_masks", "source", "record"} and len(rows) == 60
     assert Counter(tuple(r["input_ids"]) for r in rows) == Counter(contents["b"] * 2)
+    assert Counter((r["source"], r["record"]) for r in rows) == Counter((s, k) for s in (0, 1) for k in range(30))
+
+    # The default (as a plain run): documents with nothing to train are skipped, counted and listed.
+    res = run_recipe(replace(rec, keep_untrained=False), tmp_path / "skip", log=io.StringIO())
+    src = {s["name"]: s for s in res.report["recipe"]["sources"]}
+    assert src["untrained"]["untrained"] == 30 and src["untrained"]["documents"] == 0
+    assert src["untrained"]["taken"] == 0 and src["all"]["taken"] == 30
+    u = res.report["untrained"]
+    assert u["count"] == 30 and u["kept"] is False and u["by_reason"] == {"the mask policy trains none of it": 30}
+    listed = [json.loads(line) for line in (tmp_path / "skip" / "untrained.jsonl").read_text().splitlines()]
+    assert {(e["source"], e["name"], e["record"]) for e in listed} == {(1, "untrained", k) for k in range(30)}
+    rows = pq.read_table(next((tmp_path / "skip" / "data").glob("train-*.parquet"))).to_pylist()
+    assert Counter(tuple(r["input_ids"]) for r in rows) == Counter(contents["b"])

@@ -43,11 +43,14 @@ class ErrorLog:
                 self.by_code.update(json.loads(line)["code"] for line in f)
         self.say: Callable[[str], None] | None = None  # set when bad records are printed live
         self.shown = 0
+        # A recipe run reads one source at a time: it points ``sources`` at that source's files
+        # (``RecordError.source`` indexes them) and tags each entry with the source's name.
+        self.extra: dict[str, Any] = {}
 
     def entry(self, e: RecordError) -> dict[str, Any]:
         src = self.sources[e.source]
-        return {"file": src.display, src.kind.location: e.location, "code": e.code, "message": e.message,
-                "field": e.field, "message_index": e.message_index, "hint": e.hint}
+        return {"file": src.display, src.kind.location: e.location, **self.extra, "code": e.code,
+                "message": e.message, "field": e.field, "message_index": e.message_index, "hint": e.hint}
 
     def add(self, errors: list[RecordError]) -> None:
         for e in errors:

@@ -23,12 +23,15 @@ LOC_BITS = 40  # document index = file << 40 | location
 class SourceMap:
     """The inputs, their files, and the record count of each file read so far."""
 
-    def __init__(self, inputs: tuple[str, ...] | list[str], file_records: list[int] | None = None) -> None:
+    def __init__(self, inputs: tuple[str, ...] | list[str], file_records: list[int] | None = None,
+                 resolved: list[list[Source]] | None = None) -> None:
+        """``resolved``: each input's files when the caller resolved them already (a recipe's
+        source may be a glob)."""
         self.inputs = list(inputs)
         self.files: list[Source] = []
         owner: list[int] = []
         for k, raw in enumerate(self.inputs):
-            got = resolve([raw])
+            got = resolved[k] if resolved is not None else resolve([raw])
             self.files += got
             owner += [k] * len(got)
         self.source_of = np.asarray(owner, dtype=np.int64)

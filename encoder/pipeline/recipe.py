@@ -39,9 +39,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..packing.packed import Overlong
+from .options import DEFAULT_MAX_BAD_FRACTION, DEFAULT_WINDOW, PackOptions, check, resolve_overlong
 
 DEDUP_MODES = ("off", "exact")
-OUTPUT_CHOICES = ("parquet", "npy", "both")
+OUTPUT_CHOICES = ("parquet", "npy", "both", "megatron")
 OVERLONG_CHOICES = ("split", "truncate", "drop")
 _GLOB_CHARS = set("*?[")
 
@@ -120,9 +122,18 @@ class Recipe:
     model: str | None = None         # a local HF model folder (pack_encoder)
     seq_len: int | None = None
     pack: bool = True
-    overlong: str = "split"
-    window: int = 100_000
+    overlong: str | None = None      # None: the input shape's default (``options.OVERLONG_DEFAULTS``)
+    window: int = DEFAULT_WINDOW
     pad_id: int | None = None
+    pad_to_multiple_of: int | None = None
+    seq_idx: bool = False
+    keep_untrained: bool = False
+    # Record shapes (encoder.inputs; preference / KTO rows run in the streaming driver: run.py)
+    shape: str = "auto"
+    fields: tuple[str, ...] = ()     # "KEY=COLUMN" renames
+    completion_only_loss: bool = True
+    string_prompt: str = "text"
+    pair_columns: str = "dpo"
     shard_size: int = 8192
     output: str = "parquet"
     seed: int = 0
@@ -139,6 +150,7 @@ class Recipe:
     # How, not what: these never change a byte of the output.
     workers: int = 0
     strict: bool = False
+    max_bad_fraction: float = DEFAULT_MAX_BAD_FRACTION
     progress: bool | None = None
     overwrite: bool = False
     out: str | None = None
@@ -151,12 +163,35 @@ class Recipe:
     def outputs(self) -> tuple[str, ...]:
         return ("parquet", "npy") if self.output == "both" else (self.output,)
 
+    @property
+    def overlong_policy(self) -> Overlong:
+        """The overlong policy the packer applies (``options.resolve_overlong``: one home)."""
+        return resolve_overlong(self.overlong, self.shape)
+
+    def pack_options(self, out: Path | str | None = None) -> PackOptions:
+        """The recipe's run-wide settings as ``PackOptions`` (sources as inputs): what
+        ``options.check`` validates for a plain run, checked the same way for a recipe."""
+        return PackOptions(
+            inputs=tuple(s.path for s in self.sources), out=Path(out if out is not None else self.out or "."),
+            format=self.format, tokenizer=self.tokenizer, model=self.model, seq_len=self.seq_len,
+            workers=self.workers, overlong=self.overlong, strict=self.strict, shard_size=self.shard_size,
+            pack=self.pack, outputs=self.outputs, window=self.window, pad_id=self.pad_id,
+            overwrite=self.overwrite, progress=self.progress, chunk_records=self.chunk_records,
+            epoch_tokens=self.epoch_tokens, plot=self.plot, max_bad_fraction=self.max_bad_fraction,
+            keep_untrained=self.keep_untrained, pad_to_multiple_of=self.pad_to_multiple_of, seq_idx=self.seq_idx,
+            shape=self.shape, fields=self.fields, completion_only_loss=self.completion_only_loss,
+            string_prompt=self.string_prompt, pair_columns=self.pair_columns)
+
+    def shape_options(self) -> Any:
+        return self.pack_options().shape_options()
+
     def to_dict(self) -> dict[str, Any]:
         """The resolved recipe as plain data (``load_recipe`` reads it back to an equal Recipe);
         ``out`` and the how-to-run keys are left out: a copy of the run goes elsewhere."""
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _NOT_RECORDED}
         d["sources"] = [asdict(s) for s in self.sources]
         d["validation"] = self.validation.to_value() if self.validation else None
+        d["fields"] = list(self.fields)
         return d
 
     def output_key(self) -> dict[str, Any]:
@@ -167,7 +202,7 @@ class Recipe:
         return d
 
 
-_NOT_RECORDED = ("workers", "strict", "progress", "overwrite", "out")
+_NOT_RECORDED = ("workers", "strict", "progress", "overwrite", "out", "max_bad_fraction")
 PER_SOURCE_DEFAULTS = ("mask", "cot", "reasoning", "messages_field", "tools_field")
 SOURCE_KEYS = tuple(f.name for f in fields(SourceSpec))
 TOP_KEYS = tuple(f.name for f in fields(Recipe))
@@ -181,15 +216,20 @@ _TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "format": ((str, type(None)), "a format name"), "tokenizer": ((str, type(None)), "a tokenizer name or path"),
     "model": ((str, type(None)), "a model folder"),
     "seq_len": ((int, type(None)), "an integer >= 1"), "pack": ((bool,), "true or false"),
-    "overlong": ((str,), "split, truncate or drop"), "window": ((int,), "an integer >= 1"),
+    "overlong": ((str, type(None)), "split, truncate or drop"), "window": ((int,), "an integer >= 1"),
     "pad_id": ((int, type(None)), "a token id"), "shard_size": ((int,), "an integer >= 1"),
-    "output": ((str, list), "parquet, npy or both"), "seed": ((int,), "an integer"),
+    "pad_to_multiple_of": ((int, type(None)), "an integer >= 1"), "seq_idx": ((bool,), "true or false"),
+    "keep_untrained": ((bool,), "true or false"), "max_bad_fraction": ((int, float), "a fraction in [0, 1]"),
+    "output": ((str, list), "parquet, npy, both or megatron"), "seed": ((int,), "an integer"),
     "validation_pack": ((bool,), "true or false"), "dedup": ((str, bool, type(None)), "exact or off"),
     "shuffle": ((bool,), "true or false"), "workers": ((int,), "an integer >= 0 (0 = all cores)"),
     "strict": ((bool,), "true or false"), "progress": ((bool, type(None)), "true or false"),
     "overwrite": ((bool,), "true or false"), "out": ((str, type(None)), "a folder"),
     "chunk_records": ((int,), "an integer >= 1"), "epoch_tokens": ((int,), "an integer >= 1"),
     "plot": ((bool,), "true or false"),
+    "shape": ((str,), "a record shape"), "fields": ((list, tuple), "a list of KEY=COLUMN"),
+    "completion_only_loss": ((bool,), "true or false"), "string_prompt": ((str,), "text or chat"),
+    "pair_columns": ((str,), "dpo or orpo"),
 }
 
 
@@ -226,8 +266,10 @@ def read_recipe_file(path: str | Path) -> dict[str, Any]:
         except yaml.YAMLError as exc:
             raise RecipeError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})", field="--recipe",
                               hint="check the indentation; JSON is accepted too") from None
-    if isinstance(data, Mapping) and "recipe" in data and "sources" not in data:
-        data = data["recipe"]  # a manifest.json (or any wrapper) holding the resolved recipe
+    if isinstance(data, Mapping) and isinstance(data.get("recipe"), Mapping):
+        # A manifest.json (or any wrapper) holding the resolved recipe ("recipe" is no recipe key;
+        # a manifest's own "sources" is its provenance table, not the recipe's sources).
+        data = data["recipe"]
     if not isinstance(data, Mapping):
         raise RecipeError(f"{path}: a recipe is a mapping of keys (sources:, seed:, ...), got "
                           f"{type(data).__name__}", field="--recipe")
@@ -286,9 +328,12 @@ def _positive(key: str, value: int | None, where: str, minimum: int = 1) -> None
         raise RecipeError(f"{where}{key} must be >= {minimum}, got {value}", field=key)
 
 
-def resolve_recipe(data: Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> Recipe:
+def resolve_recipe(data: Mapping[str, Any], overrides: Mapping[str, Any] | None = None, *,
+                   command_line: bool = False) -> Recipe:
     """Validate a recipe mapping (plus command-line ``overrides``, which win, for sources too)
-    and fill every default.  Raises ``RecipeError`` naming the key, with a suggestion."""
+    and fill every default.  Raises ``RecipeError`` naming the key, with a suggestion
+    (``command_line``: the run is ``ocml pack INPUT...`` without a recipe file, so the option
+    checks shared with a plain run raise their ``E-USAGE`` errors naming the flags)."""
     from ..formats import RENDERABLE
     from ..masks import NAMED_MASKS
     from ..messages import CotPolicy
@@ -319,10 +364,23 @@ def resolve_recipe(data: Mapping[str, Any], overrides: Mapping[str, Any] | None 
     dedup = top.get("dedup", "off")
     top["dedup"] = "off" if dedup in (None, False) else ("exact" if dedup is True else dedup)
     top["validation"] = Validation.parse(top.get("validation"))
+    if "fields" in top:
+        top["fields"] = tuple(top["fields"])
     base = Recipe(sources=(), **{k: v for k, v in top.items() if k in TOP_KEYS})
+    from ..inputs.shapes import PAIR_SHAPES, RECORD_SHAPES
+
+    _choice("shape", base.shape, ["auto", "chat", "native", *RECORD_SHAPES], "")
+    _choice("string_prompt", base.string_prompt, ["text", "chat"], "")
+    _choice("pair_columns", base.pair_columns, ["dpo", "orpo"], "")
+    if base.shape in {s.value for s in PAIR_SHAPES}:
+        raise RecipeError(f"shape {base.shape!r} is written one row per pair by the streaming driver, not by a "
+                          "recipe run", field="shape",
+                          hint=f"ocml pack INPUT --shape {base.shape} --no-pack --no-shuffle (no weights, split or "
+                               "seed for preference rows yet)")
     if base.format is not None:
         _choice("format", base.format, list(RENDERABLE), "")
-    _choice("overlong", base.overlong, OVERLONG_CHOICES, "")
+    if base.overlong is not None:
+        _choice("overlong", base.overlong, OVERLONG_CHOICES, "")
     _choice("output", base.output, OUTPUT_CHOICES, "")
     _choice("dedup", base.dedup, DEDUP_MODES, "")
     _choice("mask", base.mask, list(NAMED_MASKS), "")
@@ -330,6 +388,18 @@ def resolve_recipe(data: Mapping[str, Any], overrides: Mapping[str, Any] | None 
     for key in ("seq_len", "window", "shard_size", "chunk_records", "epoch_tokens"):
         _positive(key, getattr(base, key), "")
     _positive("workers", base.workers, "", 0)
+    if base.output == "megatron" and base.seq_len is None and "pack" not in top:
+        base = replace(base, pack=False)  # Megatron packs at train time (as ``ocml pack --output megatron``)
+    # The checks of a plain run (one home, ``options.check``): --seq-len when packing, --pad-to-multiple-of,
+    # --seq-idx, megatron's unpacked documents, --max-bad-fraction's range, ...
+    try:
+        check(replace(base, sources=tuple(SourceSpec(path=str(p), name=str(p)) for p in range(len(raw_sources))))
+              .pack_options())
+    except InputError as exc:
+        if command_line:
+            raise
+        raise RecipeError(_as_keys(exc.message), field=_as_keys(exc.field or ""),
+                          hint=_as_keys(exc.hint or "") or None) from None
     sources = []
     for i, raw in enumerate(raw_sources):
         where = f"sources[{i}]."
@@ -358,15 +428,20 @@ def resolve_recipe(data: Mapping[str, Any], overrides: Mapping[str, Any] | None 
         _choice("mask", s["mask"], list(NAMED_MASKS), where)
         _choice("cot", s["cot"], [c.value for c in CotPolicy], where)
         sources.append(SourceSpec(**s))
-    if base.pack and base.seq_len is None:
-        raise RecipeError("seq_len is required when packing", field="seq_len",
-                          hint="seq_len: 4096 (or pack: false for one row per conversation)")
     names = [s.name for s in sources]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise RecipeError(f"two sources are named {dup[0]!r}", field="name",
                           hint="give each source its own name: (name: ...)")
-    return replace(base, sources=tuple(sources))
+    return replace(base, sources=tuple(sources), max_bad_fraction=float(base.max_bad_fraction))
+
+
+def _as_keys(text: str) -> str:
+    """A flag-worded message in recipe keys: ``--no-pack`` -> ``pack: false``, ``--seq-len`` -> ``seq_len``."""
+    import re
+
+    text = text.replace("--no-pack", "pack: false")
+    return re.sub(r"--([a-z][a-z-]*)", lambda m: m.group(1).replace("-", "_"), text)
 
 
 def recipe_from_cli(inputs: list[str], options: Mapping[str, Any]) -> dict[str, Any]:

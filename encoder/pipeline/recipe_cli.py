@@ -1,9 +1,10 @@
 """``ocml pack``'s recipe options: ``--recipe FILE`` and the recipe-only flags, and which
 command-line flags were given (they override the recipe).
 
-A run is a recipe run when it has ``--recipe`` or any of ``--seed``, ``--validation``,
-``--validation-pack``, ``--dedup``, ``--shuffle`` (the inputs are then its sources, one
-each); otherwise ``ocml pack`` streams its inputs in one pass as before.
+Every run is a recipe run (the inputs are then its sources, one each, weight 1) except
+``--no-shuffle`` without ``--recipe`` / ``--seed`` / ``--validation`` / ``--dedup``, which
+streams its inputs in one pass (``pipeline.run``).  Every pack flag maps to a recipe key
+(``DEST_TO_KEY``); one that does not is a usage error, never dropped.
 """
 
 from __future__ import annotations
@@ -17,11 +18,17 @@ from .recipe import DEDUP_MODES, Recipe, read_recipe_file, recipe_from_cli, reso
 
 RECIPE_FLAGS = ("seed", "validation", "validation_pack", "dedup", "shuffle")
 # argparse dest -> recipe key (``no_pack`` is inverted); dests not listed are not recipe keys.
-DEST_TO_KEY = {"format": "format", "tokenizer": "tokenizer", "model": "model", "seq_len": "seq_len", "mask": "mask", "cot": "cot",
+DEST_TO_KEY = {"format": "format", "tokenizer": "tokenizer", "model": "model", "shape": "shape", "field": "fields",
+               "completion_only_loss": "completion_only_loss", "string_prompt": "string_prompt",
+               "pair_columns": "pair_columns", "seq_len": "seq_len", "mask": "mask", "cot": "cot",
                "reasoning": "reasoning", "workers": "workers", "messages_field": "messages_field",
                "tools_field": "tools_field", "overlong": "overlong", "strict": "strict", "shard_size": "shard_size",
                "output": "output", "window": "window", "pad_id": "pad_id", "overwrite": "overwrite",
-               "progress": "progress", "no_pack": "pack", "out": "out", **{k: k for k in RECIPE_FLAGS}}
+               "progress": "progress", "no_pack": "pack", "out": "out", "max_bad_fraction": "max_bad_fraction",
+               "keep_untrained": "keep_untrained", "pad_to_multiple_of": "pad_to_multiple_of", "seq_idx": "seq_idx",
+               **{k: k for k in RECIPE_FLAGS}}
+# Flags that say how to run the command itself, not what the recipe packs.
+NOT_RECIPE_KEYS = frozenset({"recipe", "json", "help"})
 
 
 def add_recipe_arguments(p: argparse.ArgumentParser) -> None:
@@ -42,7 +49,8 @@ def add_recipe_arguments(p: argparse.ArgumentParser) -> None:
                    help="exact = drop conversations whose rendered ids repeat (default off; duplicates are "
                         "counted either way)")
     g.add_argument("--shuffle", action=argparse.BooleanOptionalAction, default=None,
-                   help="seeded order of documents and rows across all shards (recipe runs: default yes)")
+                   help="seeded order of documents and rows across all shards (default yes); --no-shuffle "
+                        "streams the inputs in one pass, rows in packing order, nothing spooled to disk")
 
 
 def explicit_dests(parser: argparse.ArgumentParser, argv: list[str]) -> set[str]:
@@ -64,7 +72,20 @@ def explicit_dests(parser: argparse.ArgumentParser, argv: list[str]) -> set[str]
 
 
 def is_recipe_run(args: argparse.Namespace) -> bool:
-    return args.recipe is not None or any(getattr(args, k, None) is not None for k in RECIPE_FLAGS)
+    """Every run is a recipe run (``recipe_run``: rows in a seeded order across all shards)
+    except ``--no-shuffle`` without other recipe flags, which streams its inputs in one pass
+    (``run``: rows in packing order, no spool on disk)."""
+    recipe_flags = args.recipe is not None or any(getattr(args, k, None) is not None for k in RECIPE_FLAGS
+                                                  if k != "shuffle")
+    if getattr(args, "shape", None) in ("preference", "kto"):  # one row per pair: the streaming driver writes them
+        if recipe_flags or args.shuffle:
+            raise InputError(f"--shape {args.shape} rows are written by the streaming driver, without recipes",
+                             code="E-USAGE", field="--shape",
+                             hint="drop --recipe / --seed / --validation / --dedup / --shuffle for preference rows")
+        return False
+    if recipe_flags:
+        return True
+    return args.shuffle is not False
 
 
 def check_plain_run(args: argparse.Namespace) -> bool:
@@ -81,9 +102,15 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
     given |= {k for k in RECIPE_FLAGS if getattr(args, k, None) is not None}
     overrides: dict[str, Any] = {}
     for dest in sorted(given):
-        key = DEST_TO_KEY.get(dest)
-        if key is None or not hasattr(args, dest):
+        if dest in NOT_RECIPE_KEYS:
             continue
+        key = DEST_TO_KEY.get(dest)
+        if key is None:
+            # A pack option the recipe driver does not know would be silently ignored: refuse it.
+            raise InputError(f"--{dest.replace('_', '-')} is not supported in a recipe run", code="E-USAGE",
+                             field=f"--{dest.replace('_', '-')}",
+                             hint="report this: every ocml pack option must apply to recipe runs too "
+                                  "(encoder.pipeline.recipe_cli.DEST_TO_KEY)")
         value = getattr(args, dest)
         overrides[key] = (not value) if dest == "no_pack" else value
     if args.recipe is not None:
@@ -96,7 +123,7 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
             raise InputError("no input given", code="E-USAGE", field="INPUT",
                              hint="pass input files, or --recipe FILE")
         data = recipe_from_cli(list(args.inputs), {})
-    recipe = resolve_recipe(data, overrides)
+    recipe = resolve_recipe(data, overrides, command_line=args.recipe is None)
     if recipe.out is None:
         raise InputError("no output folder", code="E-USAGE", field="--out", hint="pass --out DIR")
     return recipe

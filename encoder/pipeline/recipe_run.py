@@ -37,27 +37,33 @@ from typing import IO, Any
 import numpy as np
 
 from ..errors import InputError
+from ..packing.packed import Overlong
 from .content import KEY_WORDS, content_keys
 from .dedup import first_occurrences
-from .mix import weighted_take
-from .readers import Position, Source, count_records, iter_chunks, resolve
-from .pack_encoder import encoder_factory
-from .recipe import Recipe, dump_recipe, expand_path
-from .errorfile import ERRORS, StrictStop
+from .errorfile import ERRORS, ErrorLog
 from .faults import fault as _fault
+from .gates import BadFractionGate
+from .mix import weighted_take
+from .options import BAD_SAMPLE, ocml_version
 from .options import mask_name as _policy
-from .options import ocml_version
 from .outdir import prepare
-from .provenance import LOC_BITS
-from .report import OVERLONG, LengthHistogram, error_summary, format_error, format_report, write_json
+from ..inputs.split import split_text_seq_len
+from .pack_encoder import encoder_factory
+from .provenance import LOC_BITS, SourceMap
+from .readers import Position, Source, iter_chunks, resolve
+from .recipe import Recipe, dump_recipe, expand_path
+from .report import (OVERLONG, LengthHistogram, errors_section, format_report, manifest_columns, overlong_entries,
+                     shard_dirs, timing_section, trained_summary, untrained_summary, write_json)
 from .resume import PROGRESS, STATE_DIR, fingerprint, input_fingerprint
 from .resume import reopen_log as _reopen
 from .run import WRITE_TOKENS, PackTotals, RunResult
-from .shards import IGNORE, NPY_DIR, PARQUET_DIR, SPLITS, Block, ShardWriter, remove_shards_from, shard_name
+from .shards import (IGNORE, MEGATRON_DIR, NPY_DIR, PARQUET_DIR, SPLITS, Block, ShardWriter, remove_shards_from,
+                     shard_name)
 from .shuffle import order_correlation, permutation
 from .split import validation_mask
 from .spool import Spool, ranges
-from .workers import RecordError, Rendered, RenderPool, RenderSpec, default_workers
+from .untrained import UNTRAINED
+from .workers import Rendered, RenderPool, RenderSpec, default_workers
 
 SPOOL_DIR = "spool"
 DOC_COLUMNS = {"ids": np.int32, "mask": np.uint8, "message_index": np.int32}
@@ -73,6 +79,8 @@ class SourceCounts:
 
     records: int = 0
     rejected: int = 0
+    untrained: int = 0       # documents with nothing to train (skipped unless keep_untrained)
+    text_split: int = 0      # text records split into seq_len pieces in the worker (the text shape's default)
     documents: int = 0
     tokens: int = 0
     trained_tokens: int = 0
@@ -93,7 +101,10 @@ class RecipeRun:
     def __init__(self, recipe: Recipe, out: Path, log: IO[str] | None = None) -> None:
 
         self.recipe, self.out, self.log = recipe, out, log or sys.stderr
+        self.opts = recipe.pack_options(out)  # the run-wide options, as a plain run has them
+        self.overlong = recipe.overlong_policy
         self.t0 = time.perf_counter()
+        self.start_counts = (0, 0)  # records, tokens scanned before this run (its speed counts from there)
         # Sources -> files (a source may be a folder or glob of several files).
         self.files: list[Source] = []
         self.file_base: list[int] = []
@@ -103,18 +114,21 @@ class RecipeRun:
             self.file_base.append(len(self.files))
             self.source_files.append(found)
             self.files += found
+        # Provenance: source = the recipe's source number, record = its index within the source.
+        self.smap = SourceMap([s.path for s in recipe.sources], resolved=self.source_files)
         make, self.detection = encoder_factory(recipe.format, recipe.tokenizer, recipe.model, self.log)
         cache: dict[str, Any] = {}
         self.encoders = []
         for s in recipe.sources:
             k = json.dumps(s.encoder_kwargs(), sort_keys=True)
             if k not in cache:
-                cache[k] = make(**s.encoder_kwargs())
+                cache[k] = make(**s.encoder_kwargs(), shape=recipe.shape, shape_options=recipe.shape_options())
             self.encoders.append(cache[k])
         self.enc = self.encoders[0]
         self.inputs = input_fingerprint(self.files)
         key = {"recipe": recipe.output_key(), "vocab": self.enc.tokenizer.fingerprint, "ocml": ocml_version(),
-               "run": "recipe", "format": self.enc.format_name, "format_options": self.enc.format.init_options()}
+               "run": "recipe", "format": self.enc.format_name, "format_options": self.enc.format.init_options(),
+               "overlong": self.overlong.value}
         self.fp = fingerprint(self.inputs, key)
         self.workers = recipe.workers or default_workers()
         self.state = out / STATE_DIR
@@ -137,7 +151,7 @@ class RecipeRun:
         r = self.recipe
         self.od, progress = prepare(self.out, self.fp, r.overwrite, self.files)
         # What this driver writes outside the shards (ShardWriter claims those): --overwrite removes only these.
-        self.od.claim([self.out / n for n in (ERRORS, OVERLONG, "lengths.png", ".lengths.png.tmp.png", "recipe.yaml",
+        self.od.claim([self.out / n for n in (ERRORS, OVERLONG, UNTRAINED, "lengths.png", ".lengths.png.tmp.png", "recipe.yaml",
                                               "manifest.json", ".manifest.json.tmp", "report.json",
                                               ".report.json.tmp")],
                       [self.state / SPOOL_DIR])
@@ -149,10 +163,17 @@ class RecipeRun:
         if resumed:
             self._say(f"ocml: resuming the recipe run in {self.out} at its {self.progress.get('phase')} phase")
         phase = self.progress.get("phase", "scan")
+        if self.progress.get("scan"):  # this run's speed counts from what was scanned before it
+            done = self.progress["scan"]["counts"]
+            self.start_counts = (sum(c["records"] for c in done), sum(c["tokens"] for c in done))
         if phase == "scan":
             self._scan(self.progress.get("scan"))
         scan = self.progress["scan"]
+        self.smap.file_records = list(scan["file_records"])
         plan = self._plan(scan)
+        # The train shards complete before this run (a resumed write phase starts after them).
+        self.resumed_from = int(self.progress.get("written", {}).get("train", 0)) \
+            if self.progress.get("phase") == "write" else 0
         if self.progress.get("phase") != "write":
             self._pack(plan, scan)
         shards = self._write(plan)
@@ -166,7 +187,12 @@ class RecipeRun:
         self.meta.open(ck["meta"] if ck else None)
         counts = [SourceCounts(**c) for c in ck["counts"]] if ck else [SourceCounts() for _ in r.sources]
         hist = LengthHistogram.from_dict(ck["lengths"]) if ck else LengthHistogram()
-        errors = _reopen(self.out / ERRORS, ck["errors_bytes"] if ck else 0)
+        errors = ErrorLog(self.out, self.files, ck["errors_bytes"] if ck else 0, strict=r.strict)
+        untrained = _reopen(self.out / UNTRAINED, ck["untrained_bytes"] if ck else 0)
+        if ck:
+            self.smap.file_records = list(ck["file_records"])
+        self.start_counts = (sum(c.records for c in counts), sum(c.tokens for c in counts))
+        gate = BadFractionGate(r.max_bad_fraction, checked_early=self.start_counts[0] >= BAD_SAMPLE)
         first = ck["source"] if ck else 0
         pos = Position.from_dict(ck["position"]) if ck and ck["position"] else None
         n_ck = 0
@@ -174,12 +200,13 @@ class RecipeRun:
 
         def checkpoint(si: int, at: Position | None) -> None:
             nonlocal n_ck
-            errors.flush()
+            untrained.flush()
             self.docs.sync()
             self.meta.sync()
             self._save("scan", scan={"source": si, "position": at.to_dict() if at else None,
                                      "docs": self.docs.sizes(), "meta": self.meta.sizes(),
                                      "counts": [asdict(c) for c in counts], "errors_bytes": errors.tell(),
+                                     "untrained_bytes": untrained.tell(), "file_records": self.smap.file_records,
                                      "lengths": hist.to_dict()})
             n_ck += 1
             _fault("scan", n_ck)
@@ -187,7 +214,11 @@ class RecipeRun:
         try:
             for si in range(first, len(r.sources)):
                 spec = r.sources[si]
-                rspec = RenderSpec(spec.messages_field, spec.tools_field, message_index=r.overlong == "truncate")
+                rspec = RenderSpec(spec.messages_field, spec.tools_field, keep_untrained=r.keep_untrained,
+                                   message_index=r.pack and self.overlong is Overlong.TRUNCATE,
+                                   split_text=split_text_seq_len(r.shape, r.overlong is not None, self.overlong.value,
+                                                                 r.pack, r.seq_len))
+                errors.sources, errors.extra = self.source_files[si], {"source": spec.name}
                 chunks = iter_chunks(self.source_files[si], messages_field=spec.messages_field,
                                      tools_field=spec.tools_field, start=pos if si == first else None,
                                      chunk_records=r.chunk_records)
@@ -202,45 +233,52 @@ class RecipeRun:
                 with RenderPool(self.encoders[si], rspec, self.workers) as pool:
                     if bar is None:  # after the first pool has forked: the bar's thread would block fork
                         bar = self._bar(sum(c.records for c in counts))
+                        if bar:
+                            errors.say = self._say
                     for rendered in pool.map(tracked()):
                         end = ends.pop(rendered.seq)
-                        tokens += self._consume(si, rendered, counts[si], hist, errors)
+                        if end.source < len(self.source_files[si]):
+                            self.smap.seen(Position(self.file_base[si] + end.source, end.location, end.offset))
+                        tokens += self._consume(si, rendered, counts[si], hist, errors, untrained)
+                        gate.early(sum(c.records for c in counts), sum(c.rejected for c in counts), errors.by_code)
                         if bar:
                             bar.update(rendered.records)
+                            el = max(time.perf_counter() - self.t0, 1e-9)
+                            done = sum(c.tokens for c in counts) - self.start_counts[1]
+                            bar.set_postfix_str(f"{done / el / 1e3:,.0f}k tok/s, "
+                                                f"{sum(c.rejected for c in counts)} bad", refresh=False)
                         if tokens >= r.epoch_tokens:
                             checkpoint(si, end)
                             tokens = 0
                 checkpoint(si + 1, None)
+            # Over every record (a rerun after this failure fails the same way: the scan stays the phase).
+            gate.final(sum(c.records for c in counts), sum(c.rejected for c in counts), errors.by_code)
         finally:
             if bar:
                 bar.close()
             errors.close()
+            untrained.close()
             self.docs.close()
             self.meta.close()
 
     def _bar(self, done: int) -> Any:
-        """A progress bar over the scan (the phase that renders), as ``ocml pack`` shows one."""
-        show = self.recipe.progress if self.recipe.progress is not None else self.log.isatty()
-        if not show:
-            return False
-        from tqdm import tqdm
+        """A progress bar over the scan (the phase that renders), as a streaming run shows one."""
+        from .run import _bar
 
-        counts = [count_records(f) for f in self.files]
-        total = sum(counts) if all(c is not None for c in counts) else None  # type: ignore[misc]
-        return tqdm(total=total, initial=done, unit=" rec", file=self.log, dynamic_ncols=True, smoothing=0.1,
-                    desc="ocml pack (recipe)")
+        return _bar(self.opts, self.smap, self.log, done, desc="ocml pack (recipe)") or False
 
-    def _consume(self, si: int, rd: Rendered, c: SourceCounts, hist: LengthHistogram, errors: IO[str]) -> int:
+    def _consume(self, si: int, rd: Rendered, c: SourceCounts, hist: LengthHistogram, errors: ErrorLog,
+                 untrained: IO[str]) -> int:
         c.records += rd.records
-        for e in rd.errors:
-            d = self.error_dict(si, e)
-            errors.write(json.dumps(d, ensure_ascii=False) + "\n")
-            c.rejected += 1
-            if self.recipe.strict:
-                errors.flush()
-                raise StrictStop(f"stopped at the first bad record (--strict): {format_error(d)}",
-                                 hint="fix or remove the record, then rerun with --overwrite "
-                                      "(or drop --strict to skip bad records)")
+        if rd.errors:
+            c.rejected += len(rd.errors)
+            errors.add(rd.errors)  # --strict raises StrictStop here
+        if rd.untrained:
+            c.untrained += len(rd.untrained)
+            for loc, why in rd.untrained:
+                untrained.write(json.dumps({**self.where(self.file_base[si] + rd.source, loc), "reason": why,
+                                            "kept": self.recipe.keep_untrained}, ensure_ascii=False) + "\n")
+        c.text_split += len(rd.presplit)  # their pieces are documents of their own below
         n = rd.documents
         if not n:
             return 0
@@ -265,11 +303,10 @@ class RecipeRun:
         hist.add(lengths)
         return int(lengths.sum())
 
-    def error_dict(self, si: int, e: RecordError) -> dict[str, Any]:
-        src = self.source_files[si][e.source]
-        return {"file": src.display, src.kind.location: e.location, "source": self.recipe.sources[si].name,
-                "code": e.code, "message": e.message, "field": e.field, "message_index": e.message_index,
-                "hint": e.hint}
+    def where(self, file: int, location: int) -> dict[str, Any]:
+        """``provenance.SourceMap.where`` plus the source's name (the recipe's ``name:``)."""
+        d = self.smap.where(file, location)
+        return {**d, "name": self.recipe.sources[d["source"]].name}
 
     # -- 2. plan -----------------------------------------------------------------------------------
     def _plan(self, scan: dict[str, Any]) -> Plan:
@@ -292,7 +329,7 @@ class RecipeRun:
             c = counts[si]
             per_source.append({
                 "name": s.name, "path": s.path, "weight": s.weight, "max_samples": s.max_samples,
-                "records": c.records, "rejected": c.rejected, "documents": c.documents,
+                "records": c.records, "rejected": c.rejected, "untrained": c.untrained, "documents": c.documents,
                 "validation": int(np.count_nonzero(mine & val & ~removed)),
                 "duplicates": int(np.count_nonzero(mine & dup)),
                 "deduplicated": int(np.count_nonzero(mine & removed)),
@@ -323,7 +360,7 @@ class RecipeRun:
         file = self.meta.read("file")
         loc = self.meta.read("location")
         ids, mask = self.docs.read("ids"), self.docs.read("mask")
-        mi = self.docs.read("message_index") if self.recipe.overlong == "truncate" else None
+        mi = self.docs.read("message_index") if self.recipe.pack and self.overlong is Overlong.TRUNCATE else None
         step = max(1, min(4096, WRITE_TOKENS // max(1, int(length.mean()) if length.shape[0] else 1)))
         for a in range(0, order.shape[0], step):
             d = order[a:a + step]
@@ -335,12 +372,19 @@ class RecipeRun:
             yield (np.asarray(ids[flat]), np.asarray(mask[flat]).astype(bool), off, index,
                    None if mi is None else np.asarray(mi[flat]))
 
-    def _pack(self, plan: Plan, scan: dict[str, Any]) -> None:
+    def _new_packer(self) -> Any:
         from ..pack import Packer
 
         r = self.recipe
+        # One window per epoch (as a plain run): the epoch already bounds the documents held.
+        return Packer(r.seq_len, pad_id=r.pad_id, encoder=self.enc, overlong=self.overlong, window=None,
+                      pad_to_multiple_of=r.pad_to_multiple_of)
+
+    def _pack(self, plan: Plan, scan: dict[str, Any]) -> None:
+        r = self.recipe
         overlong = _reopen(self.out / OVERLONG, 0)
         totals: dict[str, Any] = {}
+        start_trained: dict[str, int] = {}
         try:
             for split, order in (("train", plan.train), ("validation", plan.validation)):
                 spool = self.rows[split].open(None)
@@ -349,41 +393,39 @@ class RecipeRun:
                     totals[split] = None
                     continue
                 tot = PackTotals(r.seq_len or 0)
-                packer = Packer(r.seq_len, pad_id=r.pad_id, encoder=self.enc, overlong=r.overlong, window=r.window)
-                tokens = 0
+                packer = self._new_packer()
+                tokens = docs = starts = 0
                 for ids, mask, off, index, mi in self._doc_batches(order, scan):
+                    lens = np.diff(off)
+                    fits = (lens > 0) & (lens <= (r.seq_len or 0))  # overlong ones: in their record
+                    starts += int(np.count_nonzero(mask[off[:-1][fits]]))
                     packer.add_ragged(ids, mask, off, index, mi)
                     for p in packer.ready():
                         self._spool_rows(spool, p)
                     tokens += int(ids.shape[0])
-                    if tokens >= r.epoch_tokens:
+                    docs += int(lens.shape[0])
+                    if tokens >= r.epoch_tokens or docs >= r.window:  # the epochs of a plain run
                         packer = self._flush(packer, spool, tot, overlong, split)
-                        tokens = 0
+                        tokens = docs = 0
                 self._flush(packer, spool, tot, overlong, split)
                 _fault("pack", 1)
                 spool.sync()
                 spool.close()
                 totals[split] = {**asdict(tot), "pad_id": packer.pad_id}
+                start_trained[split] = starts
             overlong.flush()
         finally:
             overlong.close()
-        self._save("write", pack=totals, written={s: 0 for s in SPLITS})
+        self._save("write", pack=totals, start_trained=start_trained, written={s: 0 for s in SPLITS})
 
     def _flush(self, packer: Any, spool: Spool, tot: PackTotals, overlong: IO[str], split: str) -> Any:
-        from ..pack import Packer
-
         for p in packer.ready():
             self._spool_rows(spool, p)
         self._spool_rows(spool, packer.finish())
         rep = packer.report
-        for kind, recs in (("dropped", rep.dropped), ("truncated", rep.truncated), ("split", rep.split)):
-            for rec in recs:
-                overlong.write(json.dumps({**self.doc_where(rec.index), "split": split, "action": kind,
-                                           "length": rec.length, "kept": rec.kept, "pieces": rec.pieces,
-                                           "reason": rec.reason}, ensure_ascii=False) + "\n")
+        overlong.writelines(overlong_entries(self.doc_where, rep, split=split))
         tot.add(rep)
-        r = self.recipe
-        return Packer(r.seq_len, pad_id=r.pad_id, encoder=self.enc, overlong=r.overlong, window=r.window)
+        return self._new_packer()
 
     @staticmethod
     def _spool_rows(spool: Spool, p: Any) -> None:
@@ -397,11 +439,7 @@ class RecipeRun:
         spool.append("seg_doc", p.segment_doc)
 
     def doc_where(self, index: int) -> dict[str, Any]:
-        f = int(index) >> LOC_BITS
-        src = self.files[f]
-        si = max(i for i, b in enumerate(self.file_base) if b <= f)
-        return {"file": src.display, src.kind.location: int(index) & ((1 << LOC_BITS) - 1),
-                "source": self.recipe.sources[si].name}
+        return self.where(int(index) >> LOC_BITS, int(index) & ((1 << LOC_BITS) - 1))
 
     # -- 4. write ----------------------------------------------------------------------------------
     def _write(self, plan: Plan) -> dict[str, int]:
@@ -430,7 +468,9 @@ class RecipeRun:
 
         writer = ShardWriter(self.out, packed=packed, seq_len=r.seq_len or 0, shard_rows=r.shard_size,
                              parquet="parquet" in r.outputs, npy="npy" in r.outputs,
-                             skip_rows=done * r.shard_size, on_shard=on_shard, split=split, claim=self.od.claim)
+                             skip_rows=done * r.shard_size, on_shard=on_shard, split=split, claim=self.od.claim,
+                             megatron="megatron" in r.outputs, vocab_size=self.enc.tokenizer.n_vocab,
+                             seq_idx=r.seq_idx and packed)
         first = done * r.shard_size
         writer.rows = first
         try:
@@ -467,13 +507,17 @@ class RecipeRun:
             flat = ranges(seg_start[rows], counts)
             off = np.zeros(rows.shape[0] + 1, dtype=np.int64)
             np.cumsum(counts, out=off[1:])
+            doc = np.asarray(seg_doc[flat])
+            source, record = self.smap.translate(doc)
             writer.write(Block(rows.shape[0], dense["input_ids"][rows], dense["labels"][rows].astype(np.int64),
-                               dense["position_ids"][rows], off, np.asarray(seg_len[flat]),
-                               np.asarray(seg_doc[flat])))
+                               dense["position_ids"][rows], off, np.asarray(seg_len[flat]), doc,
+                               doc_source=source, doc_record=record))
 
     def _doc_blocks(self, order: np.ndarray) -> Iterator[Block]:
-        for ids, mask, off, _index, _mi in self._doc_batches(order, self.progress["scan"]):
-            yield Block(off.shape[0] - 1, ids, np.where(mask, ids, IGNORE), offsets=off, mask=mask)
+        for ids, mask, off, index, _mi in self._doc_batches(order, self.progress["scan"]):
+            source, record = self.smap.translate(index)
+            yield Block(off.shape[0] - 1, ids, np.where(mask, ids, IGNORE), offsets=off, mask=mask,
+                        doc_source=source, doc_record=record)
 
     # -- the report ---------------------------------------------------------------------------------
     def row_statistic(self, split: str) -> dict[str, Any] | None:
@@ -501,8 +545,8 @@ class RecipeRun:
         r, out, enc = self.recipe, self.out, self.enc
         seconds = time.perf_counter() - self.t0
         counts = [SourceCounts(**c) for c in scan["counts"]]
-        tot = {k: sum(getattr(c, k) for c in counts) for k in ("records", "rejected", "documents", "tokens",
-                                                                 "trained_tokens")}
+        tot = {k: sum(getattr(c, k) for c in counts) for k in ("records", "rejected", "untrained", "documents",
+                                                                 "tokens", "trained_tokens")}
         pack_tot = self.progress.get("pack", {})
         hist = LengthHistogram.from_dict(scan["lengths"])
         splits: dict[str, Any] = {}
@@ -522,27 +566,37 @@ class RecipeRun:
             }
         train_pack = splits["train"]["pack"]
         pack = None
+        policy = {"overlong": self.overlong.value, "pad_to_multiple_of": r.pad_to_multiple_of,
+                  "overlong_file": OVERLONG}
         if train_pack:
             with open(out / OVERLONG, encoding="utf-8") as f:
                 firsts = [json.loads(line) for _, line in zip(range(20), f)]
-            pack = {**train_pack, "overlong": r.overlong, "overlong_file": OVERLONG, "overlong_documents": firsts}
+            pack = {**train_pack, **policy, "overlong_documents": firsts}
         elif r.pack:
-            pack = {**asdict(PackTotals(r.seq_len or 0)), "fill_rate": 0.0, "pad_id": None, "overlong": r.overlong,
-                    "overlong_file": OVERLONG, "overlong_documents": []}
-        dirs = [d + "/" for d, o in ((PARQUET_DIR, "parquet"), (NPY_DIR, "npy")) if o in r.outputs]
+            pack = {**asdict(PackTotals(r.seq_len or 0)), "fill_rate": 0.0, "pad_id": None, **policy,
+                    "overlong_documents": []}
+        # What the training rows train: as rendered (documents taken), minus what each policy removed.
+        train_tot = PackTotals(**{k: v for k, v in train_pack.items() if k in PackTotals.__dataclass_fields__}) \
+            if train_pack else PackTotals(r.seq_len or 0)
+        trained_report = trained_summary(r.pack, splits["train"]["trained_tokens"], train_tot,
+                                         int(self.progress.get("start_trained", {}).get("train", 0)))
+        dirs = shard_dirs(r.outputs)
+        run_records, run_tokens = tot["records"] - self.start_counts[0], tot["tokens"] - self.start_counts[1]
         report = {
             "out": str(out), "format": enc.format_name, "tokenizer": enc.tokenizer.name,
             "mask": _common([s.mask for s in r.sources]), "cot": _common([s.cot for s in r.sources]),
-            "inputs": [i["path"] for i in self.inputs],
+            "inputs": [s.path for s in r.sources],  # as given (a plain run's inputs); files: the manifest
             "counts": {"records": tot["records"], "documents": tot["documents"], "bad_records": tot["rejected"],
-                       "tokens": tot["tokens"], "trained_tokens": tot["trained_tokens"],
-                       "rows": splits["train"]["rows"]},
-            "pack": pack, "lengths": hist.stats(r.seq_len), "errors": {"file": ERRORS, **error_summary(out / ERRORS)},
+                       "untrained": tot["untrained"], "tokens": tot["tokens"],
+                       "trained_tokens": trained_report["after"], "rows": splits["train"]["rows"]},
+            "trained": trained_report,
+            "untrained": untrained_summary(out, r.keep_untrained, tot["untrained"]),
+            "pack": pack, "lengths": hist.stats(r.seq_len),
+            "errors": errors_section(out, r.max_bad_fraction, tot["rejected"], tot["records"]),
             "shards": {"count": shards["train"], "outputs": list(r.outputs), "dirs": dirs,
                        "names": splits["train"]["shards"]},
-            "timing": {"seconds": round(seconds, 3), "records_per_s": tot["records"] / seconds if seconds else 0.0,
-                       "tokens_per_s": tot["tokens"] / seconds if seconds else 0.0, "workers": self.workers,
-                       "resumed_from_shard": 0},
+            # This run's own work: a resumed run counts from the scan checkpoint it started at.
+            "timing": timing_section(seconds, run_records, run_tokens, self.workers, self.resumed_from),
             "recipe": {
                 "seed": r.seed, "sources": plan.per_source, "splits": splits,
                 "validation": {"spec": r.validation.to_value() if r.validation else None,
@@ -555,22 +609,24 @@ class RecipeRun:
             title = f"{tot['documents']:,} documents, {enc.format_name}" + (f", seq_len {r.seq_len:,}" if r.seq_len
                                                                              else "")
             hist.plot(out / "lengths.png", r.seq_len, title)
+        names = {o: [n for s in SPLITS for n in splits[s]["shards"]] if o in r.outputs else []
+                 for o in ("parquet", "npy", "megatron")}
         manifest = {
             "ocml_version": ocml_version(), "fingerprint": self.fp, "format": enc.format_name,
             "tokenizer": {"name": enc.tokenizer.name, "vocab_hash": enc.tokenizer.fingerprint,
                           "n_vocab": enc.tokenizer.n_vocab},
             "mask": _policy(enc.mask), "cot": enc.cot.value, "packed": r.pack, "seq_len": r.seq_len,
-            "overlong": r.overlong if r.pack else None, "pad_id": pack["pad_id"] if pack else None,
-            "columns": (["input_ids", "labels", "position_ids", "seq_lengths"] if r.pack
-                        else ["input_ids", "labels", "assistant_masks"]),
-            "shards": {"parquet": [f"{PARQUET_DIR}/{n}.parquet" for s in SPLITS for n in splits[s]["shards"]]
-                       if "parquet" in r.outputs else [],
-                       "npy": [f"{NPY_DIR}/{n}" for s in SPLITS for n in splits[s]["shards"]]
-                       if "npy" in r.outputs else []},
+            "overlong": self.overlong.value if r.pack else None, "pad_id": pack["pad_id"] if pack else None,
+            "columns": manifest_columns(r.pack, r.seq_idx), "pad_to_multiple_of": r.pad_to_multiple_of,
+            "sources": self.smap.manifest(),
+            "shards": {"parquet": [f"{PARQUET_DIR}/{n}.parquet" for n in names["parquet"]],
+                       "npy": [f"{NPY_DIR}/{n}" for n in names["npy"]],
+                       "megatron": [f"{MEGATRON_DIR}/{n}" for n in names["megatron"]]},
             "splits": {s: {"rows": splits[s]["rows"], "documents": splits[s]["documents"],
                            "shards": len(splits[s]["shards"])} for s in SPLITS},
             "shard_size": r.shard_size, "counts": report["counts"], "inputs": self.inputs,
             "recipe": r.to_dict(), "model": self.detection,
+            "options": {**self.opts.output_key(enc), "mask": report["mask"], "cot": report["cot"]},
         }
         write_json(out / "manifest.json", manifest)
         (out / "recipe.yaml").write_text(dump_recipe(r), encoding="utf-8")

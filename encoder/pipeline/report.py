@@ -200,13 +200,71 @@ def format_report(r: dict[str, Any]) -> str:
 
 # -- the finished run -------------------------------------------------------------------------------
 
-def _trained(opts: Any, state: Any) -> dict[str, Any]:
-    """Trained tokens as rendered, what each policy removed, and what the rows train."""
-    c, tot = state.counters, state.pack_total
+def trained_summary(packed: bool, rendered: int, tot: Any, start_trained: int) -> dict[str, Any]:
+    """Trained tokens as rendered, what each policy removed, and what the rows train
+    (``tot``: the packers' ``run.PackTotals``; plain and recipe runs both report this)."""
     removed = ({"overlong_drop": tot.dropped_trained, "overlong_truncate": tot.truncated_trained,
-                "overlong_split": tot.split_trained, "document_start": c.start_trained} if opts.pack else {})
-    after = tot.trained_tokens if opts.pack else c.trained_tokens
-    return {"rendered": c.trained_tokens, "removed": removed, "after": after}
+                "overlong_split": tot.split_trained, "document_start": start_trained} if packed else {})
+    after = tot.trained_tokens if packed else rendered
+    return {"rendered": rendered, "removed": removed, "after": after}
+
+
+def overlong_entries(where: Any, report: Any, **extra: Any) -> list[str]:
+    """The ``overlong.jsonl`` lines of a packer report (``where(index)``: the document's file,
+    line, source and record)."""
+    lines = []
+    for kind, recs in (("dropped", report.dropped), ("truncated", report.truncated), ("split", report.split)):
+        for r in recs:
+            lines.append(json.dumps({**where(r.index), **extra, "action": kind, "length": r.length, "kept": r.kept,
+                                     "pieces": r.pieces, "reason": r.reason, "trained": r.trained,
+                                     "trained_kept": r.trained_kept}, ensure_ascii=False) + "\n")
+    return lines
+
+
+def errors_section(out: Path, max_bad_fraction: float, bad: int, records: int) -> dict[str, Any]:
+    """The report's ``errors``: counts by code, the first bad records, the gate's limit and the fraction."""
+    from .errorfile import ERRORS
+
+    return {"file": ERRORS, **error_summary(out / ERRORS), "max_bad_fraction": max_bad_fraction,
+            "bad_fraction": bad / records if records else 0.0}
+
+
+def timing_section(seconds: float, records: int, tokens: int, workers: int, resumed_from_shard: int) -> dict[str, Any]:
+    """The report's ``timing``: this run's own work (a resumed run counts from its checkpoint)."""
+    return {"seconds": round(seconds, 3), "records": records, "tokens": tokens,
+            "records_per_s": records / seconds if seconds else 0.0,
+            "tokens_per_s": tokens / seconds if seconds else 0.0, "workers": workers,
+            "resumed_from_shard": resumed_from_shard}
+
+
+def shard_dirs(outputs: Any) -> list[str]:
+    """The output folders of ``outputs`` (``data/``, ``npy/``, ``megatron/``)."""
+    from .shards import MEGATRON_DIR, NPY_DIR, PARQUET_DIR
+
+    return [d + "/" for d, o in ((PARQUET_DIR, "parquet"), (NPY_DIR, "npy"), (MEGATRON_DIR, "megatron"))
+            if o in outputs]
+
+
+def manifest_columns(packed: bool, seq_idx: bool, shape: str = "auto", pair_columns: str = "dpo") -> list[str]:
+    """The columns of the rows (Parquet / .npy), as the manifest lists them."""
+    if shape in ("preference", "kto"):
+        return _row_columns(shape, pair_columns)
+    if not packed:
+        return ["input_ids", "labels", "assistant_masks", "source", "record"]
+    return ["input_ids", "labels", "position_ids", "seq_lengths", "doc_source", "doc_record"] + \
+        (["seq_idx"] if seq_idx else [])
+
+
+def untrained_summary(out: Path, kept: bool, count: int) -> dict[str, Any]:
+    """The report's ``untrained`` section (documents with nothing to train, ``untrained.jsonl``)."""
+    from .untrained import UNTRAINED
+
+    return {"file": UNTRAINED, "kept": kept, "count": count, **log_summary(out / UNTRAINED, "reason")}
+
+
+def _trained(opts: Any, state: Any) -> dict[str, Any]:
+    c = state.counters
+    return trained_summary(opts.pack, c.trained_tokens, state.pack_total, c.start_trained)
 
 
 def final_report(opts: Any, enc: Any, state: Any, inputs: list[dict[str, Any]],
@@ -215,15 +273,12 @@ def final_report(opts: Any, enc: Any, state: Any, inputs: list[dict[str, Any]],
     finished run (``state``: ``run._Run``); returns the report."""
     from dataclasses import asdict
 
-    from .errorfile import ERRORS
     from .options import mask_name, ocml_version
     from .resume import PROGRESS, STATE_DIR
     from .shards import MEGATRON_DIR, NPY_DIR, PARQUET_DIR, shard_name
-    from .untrained import UNTRAINED
 
     out = opts.out
     c = state.counters
-    errors = error_summary(out / ERRORS)
     pack = None
     if opts.pack:
         tot = state.pack_total
@@ -233,8 +288,7 @@ def final_report(opts: Any, enc: Any, state: Any, inputs: list[dict[str, Any]],
                 "pad_id": state.packer.pad_id if state.packer is not None else None,
                 "pad_to_multiple_of": opts.pad_to_multiple_of,
                 "overlong_file": OVERLONG, "overlong_documents": first}
-    dirs = [d + "/" for d, o in ((PARQUET_DIR, "parquet"), (NPY_DIR, "npy"), (MEGATRON_DIR, "megatron"))
-            if o in opts.outputs]
+    dirs = shard_dirs(opts.outputs)
     rows = pack["rows"] if pack else c.documents
     trained = _trained(opts, state)
     run_records, run_tokens = c.records - state.start_counts[0], c.tokens - state.start_counts[1]
@@ -243,18 +297,13 @@ def final_report(opts: Any, enc: Any, state: Any, inputs: list[dict[str, Any]],
         "cot": enc.cot.value, "inputs": list(opts.inputs),
         "counts": asdict(c) | {"rows": rows, "trained_tokens": trained["after"]},
         "trained": trained,
-        "untrained": {"file": UNTRAINED, "kept": opts.keep_untrained, "count": c.untrained,
-                      **log_summary(out / UNTRAINED, "reason")},
+        "untrained": untrained_summary(out, opts.keep_untrained, c.untrained),
         "pack": pack, "lengths": state.hist.stats(opts.seq_len),
-        "errors": {"file": ERRORS, **errors, "max_bad_fraction": opts.max_bad_fraction,
-                   "bad_fraction": c.bad_records / c.records if c.records else 0.0},
+        "errors": errors_section(out, opts.max_bad_fraction, c.bad_records, c.records),
         "shards": {"count": n_shards, "outputs": list(opts.outputs), "dirs": dirs,
                    "names": [shard_name(k) for k in range(n_shards)]},
         # This run's own work: a resumed run counts from the checkpoint it started at.
-        "timing": {"seconds": round(seconds, 3), "records": run_records, "tokens": run_tokens,
-                   "records_per_s": run_records / seconds if seconds else 0.0,
-                   "tokens_per_s": run_tokens / seconds if seconds else 0.0, "workers": state.workers,
-                   "resumed_from_shard": state.resumed_shards},
+        "timing": timing_section(seconds, run_records, run_tokens, state.workers, state.resumed_shards),
     }
     title = f"{c.documents:,} documents, {enc.format_name}" + (f", seq_len {opts.seq_len:,}" if opts.seq_len else "")
     if opts.plot:
@@ -267,10 +316,7 @@ def final_report(opts: Any, enc: Any, state: Any, inputs: list[dict[str, Any]],
                       "n_vocab": enc.tokenizer.n_vocab},
         "mask": mask_name(enc.mask), "cot": enc.cot.value, "packed": opts.pack, "seq_len": opts.seq_len,
         "overlong": opts.overlong_policy.value if opts.pack else None, "pad_id": pack["pad_id"] if pack else None,
-        "columns": (["input_ids", "labels", "position_ids", "seq_lengths", "doc_source", "doc_record"]
-                    + (["seq_idx"] if opts.seq_idx else [])
-                    if opts.pack else _row_columns(opts) if opts.shape in ("preference", "kto")
-                    else ["input_ids", "labels", "assistant_masks", "source", "record"]),
+        "columns": manifest_columns(opts.pack, opts.seq_idx, opts.shape, opts.pair_columns),
         "shape": opts.shape,
         "pad_to_multiple_of": opts.pad_to_multiple_of,
         "sources": state.smap.manifest(),
@@ -292,8 +338,8 @@ def final_report(opts: Any, enc: Any, state: Any, inputs: list[dict[str, Any]],
     return report
 
 
-def _row_columns(opts: Any) -> list[str]:
+def _row_columns(shape: str, pair_columns: str) -> list[str]:
     """The columns of preference / KTO rows (``encoder.inputs.rows``)."""
     from ..inputs.rows import columns
 
-    return columns(opts.shape, opts.pair_columns)
+    return columns(shape, pair_columns)

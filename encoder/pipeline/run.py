@@ -44,7 +44,7 @@ from .options import BAD_SAMPLE, PackOptions, check
 from .outdir import OutDir, is_shard, prepare
 from .provenance import LOC_BITS, SourceMap
 from .readers import Position, count_records, iter_chunks
-from .report import OVERLONG, LengthHistogram, final_report, format_report
+from .report import OVERLONG, LengthHistogram, final_report, format_report, overlong_entries
 from .resume import PROGRESS, STATE_DIR, Checkpoint, fingerprint, input_fingerprint, reopen_log
 from .shards import IGNORE, Block, ShardWriter
 from .untrained import UNTRAINED
@@ -245,12 +245,7 @@ class _Run:
                 self._write_packed(packed)
             self._write_packed(self.packer.finish())
             rep = self.packer.report
-            for kind, recs in (("dropped", rep.dropped), ("truncated", rep.truncated), ("split", rep.split)):
-                for r in recs:
-                    self.overlong_file.write(json.dumps({**self.doc_where(r.index), "action": kind, "length": r.length,
-                                                         "kept": r.kept, "pieces": r.pieces, "reason": r.reason,
-                                                         "trained": r.trained, "trained_kept": r.trained_kept},
-                                                        ensure_ascii=False) + "\n")
+            self.overlong_file.writelines(overlong_entries(self.doc_where, rep))
             self.pack_total.add(rep)
             self.packer = self._new_packer()
         self.epoch_tokens = self.epoch_docs = 0
@@ -341,7 +336,7 @@ def run(opts: PackOptions, log: IO[str] | None = None) -> RunResult:
     return RunResult(report, 0, format_report(report), resumed=progress is not None)
 
 
-def _bar(opts: PackOptions, smap: SourceMap, log: IO[str], done: int) -> Any:
+def _bar(opts: PackOptions, smap: SourceMap, log: IO[str], done: int, desc: str = "ocml pack") -> Any:
     show = opts.progress if opts.progress is not None else log.isatty()
     if not show:
         return None
@@ -350,7 +345,7 @@ def _bar(opts: PackOptions, smap: SourceMap, log: IO[str], done: int) -> Any:
     counts = [count_records(s) for s in smap.files]
     total = sum(counts) if all(c is not None for c in counts) else None  # type: ignore[misc]
     return tqdm(total=total, initial=done, unit=" rec", file=log, dynamic_ncols=True, smoothing=0.1,
-                desc="ocml pack")
+                desc=desc)
 
 
 __all__ = ["FAULT_ENV", "PackOptions", "RunResult", "StrictStop", "TooManyBadRecords", "run"]
