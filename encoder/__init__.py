@@ -1,7 +1,7 @@
 """ocml encoder: conversations -> token ids + loss masks, and ids -> messages.
 
-    import encoder
-    enc = encoder.Encoder("harmony")
+    import ocml
+    enc = ocml.Encoder("harmony")
     r = enc.render(conversation, mode="train")   # r.ids, r.mask, r.message_index
 """
 
@@ -23,7 +23,7 @@ __all__ = [
 ]
 
 
-# ``import encoder; encoder.stops.stop_ids(...)`` works without importing the submodule first
+# ``ocml.encoder.stops.stop_ids(...)`` works without importing the submodule first
 # (any submodule: derived from the package, not a list to keep in step).
 def __getattr__(name: str):  # type: ignore[no-untyped-def]
     import importlib

@@ -158,7 +158,7 @@ def _format_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _cmd_formats(args: argparse.Namespace) -> int:
-    import vocab
+    from ocml import vocab
 
     from .formats import RENDERABLE
 
@@ -268,8 +268,8 @@ def _add_pack(sub: Any) -> None:
 
 def _pack_options(p: argparse.ArgumentParser) -> None:
     """The one option set of ``ocml pack``; ``ocml render`` / ``inspect`` parse it too and reject what
-    does not apply to them (``encoder.cli_view.OPTIONS_APPLYING``)."""
-    import vocab
+    does not apply to them (``ocml.encoder.cli_view.OPTIONS_APPLYING``)."""
+    from ocml import vocab
 
     from .masks import NAMED_MASKS
     from .messages import CotPolicy

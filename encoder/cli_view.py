@@ -143,7 +143,7 @@ def add_inspect_parser(sub: Any, pack_options: Callable[[argparse.ArgumentParser
 def _tokenizer(args: argparse.Namespace, manifest: dict[str, Any]) -> Any:
     """The tokenizer the shards were packed with: --format / --tokenizer when given, else the
     manifest's (its ``name+format`` composite name rebuilt, checked against its vocab hash)."""
-    import vocab
+    from ocml import vocab
 
     from .encoder import Encoder
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from vocab.errors import as_enum
+from ocml.vocab.errors import as_enum
 
 from .messages import CotPolicy, Message
 

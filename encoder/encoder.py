@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-import vocab
-from vocab import Tokenizer, canonical_format, control_table
-from vocab.errors import as_enum, expect
+from ocml import vocab
+from ocml.vocab import Tokenizer, canonical_format, control_table
+from ocml.vocab.errors import as_enum, expect
 
 from . import cot as cot_mod
 from .adapters import SHAPES, relocate
@@ -94,12 +94,12 @@ def _rebuild_encoder(format_name: str, tokenizer: Tokenizer, options: dict[str, 
 class Encoder:
     """Render conversations to ids + masks (and back) for one format and tokenizer.
 
-    ``tokenizer``: a ``vocab.Tokenizer``, a name or ``.tiktoken`` path for ``vocab.load``, an HF
-    tokenizer folder or ``tokenizer.json`` for ``vocab.from_hf`` (loaded as is: a tokenizer
+    ``tokenizer``: a ``ocml.vocab.Tokenizer``, a name or ``.tiktoken`` path for ``ocml.vocab.load``, an HF
+    tokenizer folder or ``tokenizer.json`` for ``ocml.vocab.from_hf`` (loaded as is: a tokenizer
     without the format's controls means fallback mode), or None for the format's
     default (controls registered).  ``threads``: how many threads may encode the long
     text of one render or batch chunk (default ``$OCML_NUM_THREADS`` or 1 = never start
-    a thread; see ``encoder.textenc``).
+    a thread; see ``ocml.encoder.textenc``).
     """
 
     def __init__(
@@ -284,7 +284,7 @@ class Encoder:
 
     def to_openai(self, ids: Sequence[int] | np.ndarray, *, role: str | None = "assistant", strict: bool = False,
                   call_id_seed: str = "") -> Any:
-        """Completion ids -> an OpenAI Chat Completions choice (``encoder.openai_message.ChatChoice``):
+        """Completion ids -> an OpenAI Chat Completions choice (``ocml.encoder.openai_message.ChatChoice``):
         ``.message`` (``content``, ``reasoning_content``, ``tool_calls``), ``.finish_reason``
         (``stop`` | ``tool_calls`` | ``length``) and ``.errors``.  ``role``: the prefilled
         ``<|start|>ROLE``; ``call_id_seed``: mixed into generated tool call ids (e.g. the request id)."""
@@ -298,7 +298,7 @@ class Encoder:
 
         ``role``: the prefilled ``<|start|>ROLE`` (None when the ids start with ``<|start|>``).
         Only calls that ended in ``<|call|>`` become ``tool_call``.  For messages you already
-        have: ``encoder.interchange.to_interchange(messages)``.
+        have: ``ocml.encoder.interchange.to_interchange(messages)``.
         """
         from .interchange import parse_interchange
 
@@ -314,7 +314,7 @@ class Encoder:
 
     def render_fim(self, prefix: str, suffix: str, middle: str | None = None, *, order: str = "psm",
                    files: Sequence[Any] = (), path: str | None = None, end: str | None = "</s>") -> RenderResult:
-        """A fill-in-the-middle document (``chatml``; ``encoder.formats.chatml_fim``).
+        """A fill-in-the-middle document (``chatml``; ``ocml.encoder.formats.chatml_fim``).
 
         ``order``: ``psm`` | ``spm`` | ``sp`` | ``openchatml`` (the spec's layout, storage only);
         ``middle`` None = the prompt (ends where the model starts the middle), else a training
@@ -353,15 +353,15 @@ class Encoder:
         return stop_strings(self, mode)
 
     def decoder(self, role: str | None = None, **kw: Any) -> Any:
-        """A stream decoder (``encoder.stream.decoder.StreamDecoder``): ``feed(ids)`` / ``finish(stop_reason=None,
+        """A stream decoder (``ocml.encoder.stream.decoder.StreamDecoder``): ``feed(ids)`` / ``finish(stop_reason=None,
         eos=False)`` -> events.  ``prefill=``: a ``render(..., mode="continue")`` result (or the messages)
-        whose open last message the stream continues (``encoder.prefill``)."""
+        whose open last message the stream continues (``ocml.encoder.prefill``)."""
         from .stream.decoder import StreamDecoder
 
         return StreamDecoder(self, role=role, **kw)
 
     def chunker(self, role: str | None = "assistant", **kw: Any) -> Any:
-        """OpenAI ``chat.completion.chunk`` dicts for a stream (``encoder.openai_chunks.Chunker``):
+        """OpenAI ``chat.completion.chunk`` dicts for a stream (``ocml.encoder.openai_chunks.Chunker``):
         ``feed(ids)`` / ``finish(stop_reason=None, eos=False)`` -> list of chunks."""
         from .openai_chunks import Chunker
 

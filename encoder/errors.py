@@ -1,6 +1,6 @@
-"""The library's exception hierarchy (defined in ``vocab.errors``, the lowest layer)."""
+"""The library's exception hierarchy (defined in ``ocml.vocab.errors``, the lowest layer)."""
 
-from vocab.errors import (  # noqa: F401
+from ocml.vocab.errors import (  # noqa: F401
     BodyConstraintError,
     CallSchemaError,
     ChannelMissingError,

@@ -1,5 +1,5 @@
 """Import path kept for the readers (``frames``, format frame machines): the header grammar
-lives in ``encoder.grammar.headers``."""
+lives in ``ocml.encoder.grammar.headers``."""
 
 from .grammar.headers import Header, parse_header, parse_header_cached  # noqa: F401
 

@@ -28,11 +28,11 @@ for them.  An analysis message that is not followed by something it can be attac
 is given as ``{"role": "assistant", "channel": "analysis", "content": ...}``: its channel
 says it is private (§11).
 
-Objects are grouped only where ``encoder.adapters`` (which reads §10 objects) gives the
+Objects are grouped only where ``ocml.encoder.adapters`` (which reads §10 objects) gives the
 same messages back, exactly (a ``tool_call`` without ``content_type`` reads as a call
 without ``<|constrain|>``).
 
-    from encoder.interchange import parse_interchange, to_interchange
+    from ocml.encoder.interchange import parse_interchange, to_interchange
     parse_interchange(enc, completion_ids)              # ids (after <|start|>assistant) -> objects
     to_interchange(enc.parse(completion_ids, role="assistant"))   # messages -> objects
 """
@@ -42,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from vocab.errors import as_strings
+from ocml.vocab.errors import as_strings
 
 from .errors import InputError, UnrepresentableError
 from .messages import Conversation, Message
@@ -123,7 +123,7 @@ def to_interchange(messages: Any, *, ends: Iterable[str] | None = None, strict: 
     truncated); with it a message with a recipient is a ``tool_call`` only if it ended in
     ``<|call|>``.  ``strict``: raise ``UnrepresentableError`` instead of giving a message
     as its canonical dict.  Accepts a list of ``Message``, a ``Conversation``, or
-    anything ``encoder.to_conversation`` reads.
+    anything ``ocml.encoder.to_conversation`` reads.
     """
     msgs = _messages(messages)
     reasons: list[str | None] = list(as_strings(ends, "ends")) if ends is not None else [None] * len(msgs)

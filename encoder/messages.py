@@ -1,6 +1,6 @@
 """The message model: what a conversation is, independent of any format.
 
-Adapters (``encoder.adapters``) turn the shapes people have into these; formats
+Adapters (``ocml.encoder.adapters``) turn the shapes people have into these; formats
 turn these into pieces.  Messages are frozen so renderers can cache on them.
 """
 

@@ -1,6 +1,6 @@
 """Sampled ids -> OpenAI Chat Completions stream chunks (``chat.completion.chunk``).
 
-``enc.chunker()`` wraps a stream decoder (``encoder.stream.decoder``) and turns its events
+``enc.chunker()`` wraps a stream decoder (``ocml.encoder.stream.decoder``) and turns its events
 into the chunks an OpenAI-compatible server sends::
 
     ck = enc.chunker(model="my-model")               # after the "<|start|>assistant" prefill
@@ -27,7 +27,7 @@ finish reason, tool call ids included) however the ids are chunked, and no delta
 control text: deltas are cut from the decoder's message content, never from raw text.
 Several answer (or reasoning) messages are joined with ``"\\n"``, as ``to_openai`` joins them.
 With ``prefill=`` (``render(..., mode="continue")``) the deltas carry only the
-continuation; ``decoder.to_openai()`` has the whole message (``encoder.prefill``).
+continuation; ``decoder.to_openai()`` has the whole message (``ocml.encoder.prefill``).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ plus a ``finish_reason``.  ``project`` builds both from parsed messages, for eve
   ``id``: the message's ``call_id`` where the format carries one (OpenChatML 2.2), else
   ``call_`` + 24 hex digits of a SHA-256 over ``call_id_seed``, the completion's
   messages before the call and the call's header (canonical JSON; not its arguments, so a
-  stream knows the id as soon as the header is complete: ``encoder.openai_chunks``).  So
+  stream knows the id as soon as the header is complete: ``ocml.encoder.openai_chunks``).  So
   ids are deterministic (the same completion gives the same ids, in ``enc.to_openai``, the
   stream decoder and the chunker), a call's id never depends on what follows it, and
   completions that differ before the call get different ids.  vLLM's gpt-oss path draws random ids (``chatcmpl-tool-<uuid>``) instead; pass the

@@ -1,12 +1,12 @@
 """Sequence packing for training: rendered documents -> fixed-length rows.
 
-    from encoder.pack import pack
+    from ocml.encoder.pack import pack
     p = pack(enc.render_batch(convs, errors="collect"), seq_len=4096, encoder=enc)
     p.input_ids, p.labels, p.position_ids   # [rows, seq_len]
     p.seq_lengths, p.cu_seqlens, p.doc_index, p.report
 
 Never re-tokenizes: works on the ids/mask of ``render``/``render_batch`` (or a ragged
-dict).  Rules (one home: ``encoder.packing``):
+dict).  Rules (one home: ``ocml.encoder.packing``):
 
 - every row is exactly ``seq_len`` long; padding (``pad_id``) is a last segment of its own
   with label -100, position 0.., ``doc_index`` -1, counted in the report;

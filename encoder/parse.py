@@ -311,7 +311,7 @@ class IdParser:
                 route_text(data[bprev:b], router, prev, loc)
             prev = c + 1
             bprev = b + len(rp) if rp and data.startswith(rp, b) else b
-            # one meaning per atom, shared with the stream decoder (``encoder.stream.route``)
+            # one meaning per atom, shared with the stream decoder (``ocml.encoder.stream.route``)
             if k == 1:
                 router.invalid(int(orig[c]), c)
             elif is_control[k]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from vocab.errors import as_enum
+from ocml.vocab.errors import as_enum
 
 
 class Reasoning(str, Enum):

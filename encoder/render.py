@@ -3,7 +3,7 @@
 The only place render ids are produced.  Header pieces (``prompt`` + ``header`` of
 a plan) repeat across messages, so their ids are cached per ``Format.header_key``
 and a plain-text message never builds a plan at all; text pieces are encoded once
-each (``encoder.textenc``); the mask and message index come from run lengths
+each (``ocml.encoder.textenc``); the mask and message index come from run lengths
 (``np.repeat``), never from re-tokenizing or offset mapping.  In a batch the
 results are views into one set of arrays.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from vocab import Tokenizer
+from ocml.vocab import Tokenizer
 
 from .errors import OcmlError
 from .formats.base import Format, PlanContext
@@ -154,7 +154,7 @@ class Renderer:
 
     @property
     def byte_len(self) -> np.ndarray:
-        """Per id: its byte length (places run segments among tokens, ``encoder.runs``)."""
+        """Per id: its byte length (places run segments among tokens, ``ocml.encoder.runs``)."""
         bl = getattr(self, "_byte_len", None)
         if bl is None:
             bl = np.fromiter((0 if b is None else len(b) for b in self.tokenizer.token_bytes_table), dtype=np.int64)

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vocab import Tokenizer, UnknownNameError, canonical_format, control_table
-from vocab.errors import expect
+from ocml.vocab import Tokenizer, UnknownNameError, canonical_format, control_table
+from ocml.vocab.errors import expect
 
 from .errors import InputError, InputTypeError
 
@@ -37,7 +37,7 @@ __all__ = ["EngineStop", "engine_stop", "hf_stopping_criteria", "hf_streamer", "
 def _tokenizer(enc: Encoder | str, tokenizer: Tokenizer | None) -> Tokenizer:
     """The tokenizer given, else the encoder's, else the format's default."""
     if isinstance(tokenizer, str):
-        from vocab import load
+        from ocml.vocab import load
 
         return load(tokenizer)
     if tokenizer is not None:

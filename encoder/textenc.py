@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from vocab import Tokenizer
-from vocab.errors import InputError
+from ocml.vocab import Tokenizer
+from ocml.vocab.errors import InputError
 
 from .grammar.text import encoding_error, surrogate_at
 
@@ -63,7 +63,7 @@ def _get_pool(workers: int) -> ThreadPoolExecutor:
 
 
 def _encoding_error(text: str) -> InputError:
-    """The backstop of the input policy (``encoder.grammar.text``): inputs are checked where
+    """The backstop of the input policy (``ocml.encoder.grammar.text``): inputs are checked where
     they are read, naming message and field; text that got past that is refused here too."""
     at = surrogate_at(text)
     return encoding_error(text, max(at, 0), index=None, field="text")

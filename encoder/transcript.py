@@ -5,7 +5,7 @@ when writing), then optional ``model`` / ``generation_settings``; it is file
 metadata and never tokenized.  It ends at the first line that starts with ``<|``
 (or at a ``---`` / ``...`` line).  Frames are written one per line; whitespace
 between frames is layout.  Every control is spelled as text, so content is escaped
-(``<<|start|>``, ``encoder.grammar.escape``), whatever the tokenizer registers.  Harmony
+(``<<|start|>``, ``ocml.encoder.grammar.escape``), whatever the tokenizer registers.  Harmony
 transcripts have no YAML header.
 
 Limitation: text that ends in ``<`` right before a control (``a<`` + ``<|end|>``) has no
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from vocab.errors import as_strings
+from ocml.vocab.errors import as_strings
 
 from .errors import InputError, ParseError
 from .grammar.text import check_text

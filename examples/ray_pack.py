@@ -44,8 +44,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from encoder.integrations import ray_data as ocml_ray
-from encoder.integrations.columns import RENDER_COLUMNS
+from ocml.encoder.integrations import ray_data as ocml_ray
+from ocml.encoder.integrations.columns import RENDER_COLUMNS
 
 
 class ShardSink:
@@ -161,7 +161,7 @@ def main(argv: Iterable[str] | None = None) -> int:
             sink.write(table)
         report = {"rows": sink.rows}
     else:
-        from encoder import Encoder
+        from ocml.encoder import Encoder
 
         pad_encoder = Encoder(args.format, args.tokenizer) if args.pad_id is None else None
         stream = ocml_ray.pack(rendered, args.seq_len, scope=args.pack, pad_id=args.pad_id, encoder=pad_encoder,

@@ -3,7 +3,7 @@
     python scripts/bench_adapters.py [--ref ../main] [--n 300] [--reps 7]
 
 Runs the same workload (``bench_render.agentic`` OpenAI-style conversations with tools and
-reasoning, and plain user/assistant string chats) through ``encoder.adapters.to_conversation``
+reasoning, and plain user/assistant string chats) through ``ocml.encoder.adapters.to_conversation``
 of this tree and of ``--ref`` (another checkout, e.g. the branch point), each in its own
 process, and the whole Harmony ``render_batch`` of the agentic set ("render"); prints µs per
 conversation, fastest of ``--reps`` over three interleaved rounds, and new / ref.
@@ -21,12 +21,12 @@ HERE = Path(__file__).resolve().parents[1]
 
 CHILD = r"""
 import sys, time, json
-sys.path[:0] = [ROOT, ROOT + "/scripts", ROOT + "/tests"]
+sys.path[:0] = [ROOT + "/scripts", ROOT + "/tests"]  # ocml itself: installed
 from bench_render import agentic
-from encoder.adapters import to_conversation
-from encoder.formats.harmony import HarmonyFormat
+from ocml.encoder.adapters import to_conversation
+from ocml.encoder.formats.harmony import HarmonyFormat
 style = HarmonyFormat.chat_style
-import encoder
+from ocml import encoder
 assert encoder.__file__.startswith(ROOT), encoder.__file__
 sets = {"agentic": agentic(N, shared=False), "plain": [[{"role": "user", "content": "q %d" % i},
                                           {"role": "assistant", "content": "a %d" % i}] * 3 for i in range(N)]}
@@ -39,7 +39,7 @@ for name, convs in sets.items():
             to_conversation(c, style)
         best = min(best, time.perf_counter() - t)
     out[name] = best / len(convs) * 1e6
-import encoder
+from ocml import encoder
 enc = encoder.Encoder("harmony")
 convs = sets["agentic"]
 enc.render_batch(convs)  # warm the caches

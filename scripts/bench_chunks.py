@@ -16,14 +16,12 @@ import argparse
 import json
 import random
 import statistics
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-import encoder  # noqa: E402
+from ocml import encoder  # noqa: E402
 
 
 def completion(enc: encoder.Encoder, n: int) -> list[int]:

@@ -16,10 +16,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-import encoder  # noqa: E402
+from ocml import encoder  # noqa: E402
 from test_apertus import conversation as apertus_conversation  # noqa: E402
 from test_chatml import chat_conv, words  # noqa: E402
 

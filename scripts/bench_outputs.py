@@ -15,19 +15,17 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_pack import best, lengths_for, ragged_for  # noqa: E402
 
-from encoder.pack import pack  # noqa: E402
-from encoder.pipeline.megatron import IndexedWriter, token_dtype  # noqa: E402
+from ocml.encoder.pack import pack  # noqa: E402
+from ocml.encoder.pipeline.megatron import IndexedWriter, token_dtype  # noqa: E402
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""Packing speed and fill: ``encoder.pack`` vs TRL ``pack_dataset``, same lengths, one run.
+"""Packing speed and fill: ``ocml.encoder.pack`` vs TRL ``pack_dataset``, same lengths, one run.
 
     .venv/bin/python scripts/bench_pack.py [--docs 100000] [--seq-len 4096] [--reps 1] [--quick]
 
@@ -38,7 +38,6 @@ old schedule (flush every 4 Mi tokens, windows of 100,000 documents) and epochs 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -47,9 +46,8 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from encoder.pack import Packer, pack  # noqa: E402
+from ocml.encoder.pack import Packer, pack  # noqa: E402
 
 TURN = 200  # tokens per message in the synthetic documents
 MIXES: dict[str, tuple[float, float, int, int]] = {  # median, sigma, min, max
@@ -194,7 +192,7 @@ def epoch_fill(r: dict[str, np.ndarray], seq_len: int, overlong: str, epoch_docs
 
 
 def run_epochs(mix: str, n: int, seq_len: int, epoch_docs: int) -> None:
-    from encoder.pipeline.options import DEFAULT_EPOCH_TOKENS
+    from ocml.encoder.pipeline.options import DEFAULT_EPOCH_TOKENS
 
     lengths = lengths_for(mix, n, seed=0)
     r = ragged_for(lengths, seed=0)
@@ -223,7 +221,7 @@ def main() -> None:
     if a.quick:
         a.docs, a.reps = 20_000, 1
     if a.epochs:
-        from encoder.pipeline.options import DEFAULT_WINDOW
+        from ocml.encoder.pipeline.options import DEFAULT_WINDOW
 
         for mix in (MIXES if a.mix == "all" else [a.mix]):
             run_epochs(mix, a.docs, a.seq_len, a.epoch_docs or DEFAULT_WINDOW)

@@ -10,7 +10,7 @@ system prompts, multi-turn, tools with calls and results, reasoning, code), as J
    tokens of the same renders), one core, nothing else: what any renderer must pay.
 2. **ocml pack**, ``--workers 1`` and ``2``: read JSONL, parse, render with masks, pack
    (BFD), write Parquet + report + histogram; tokens/s = document tokens / wall time of
-   ``encoder.pipeline.run.run`` (the process, imports and vocabulary are warm: the CLI's
+   ``ocml.encoder.pipeline.run.run`` (the process, imports and vocabulary are warm: the CLI's
    start-up, ~1 s, is reported separately).  Goal: >= 70% of the floor per worker.
 3. **TRL preparation path** on the first ``--trl-records`` records (it is slow): ``datasets``
    ``load_dataset("json")`` -> ``map(apply_chat_template(..., tools=..., tokenize=True,
@@ -41,14 +41,13 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import make_sample  # noqa: E402
 
-import encoder  # noqa: E402
-from encoder.pipeline.records import conversation_from_record  # noqa: E402
-from encoder.pipeline.run import PackOptions, run  # noqa: E402
+from ocml import encoder  # noqa: E402
+from ocml.encoder.pipeline.records import conversation_from_record  # noqa: E402
+from ocml.encoder.pipeline.run import PackOptions, run  # noqa: E402
 
 
 def write_jsonl(path: Path, records: int, seed: int) -> None:
@@ -191,8 +190,8 @@ def sample():
         peak["total"] = max(peak["total"], main + sum(kids))
 
 if __name__ == "__main__":
-    import encoder, pyarrow.parquet, matplotlib.pyplot  # noqa: F401  (the baseline: imports + vocabulary)
-    from encoder.pipeline.run import PackOptions, run
+    from ocml import encoder; import pyarrow.parquet, matplotlib.pyplot  # noqa: F401  (the baseline: imports + vocabulary)
+    from ocml.encoder.pipeline.run import PackOptions, run
     encoder.Encoder("openchatml-2.2")
     base = rss_kb(os.getpid())
     threading.Thread(target=sample, daemon=True).start()
@@ -332,8 +331,8 @@ def main() -> None:
     workload("long (10 turns x ~450 tokens of prose)", long_, enc, args, tmp)
 
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "encoder.cli", "--version"], check=True, capture_output=True, cwd=ROOT)
-    print(f"\nCLI start-up (python -m encoder.cli --version): {time.perf_counter() - t0:.2f} s")
+    subprocess.run([sys.executable, "-m", "ocml.encoder.cli", "--version"], check=True, capture_output=True, cwd=ROOT)
+    print(f"\nCLI start-up (python -m ocml.encoder.cli --version): {time.perf_counter() - t0:.2f} s")
 
     print("\nmemory: ocml pack --workers 2 in a subprocess, RSS sampled every 50 ms over the process tree "
           "(baseline = imports + vocabulary, before the run)")

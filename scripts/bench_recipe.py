@@ -24,15 +24,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_pipeline import write_jsonl  # noqa: E402
 
-from encoder.pipeline.recipe import resolve_recipe  # noqa: E402
-from encoder.pipeline.recipe_run import run_recipe  # noqa: E402
-from encoder.pipeline.run import PackOptions, run  # noqa: E402
-from encoder.pipeline.shuffle import order_correlation  # noqa: E402
+from ocml.encoder.pipeline.recipe import resolve_recipe  # noqa: E402
+from ocml.encoder.pipeline.recipe_run import run_recipe  # noqa: E402
+from ocml.encoder.pipeline.run import PackOptions, run  # noqa: E402
+from ocml.encoder.pipeline.shuffle import order_correlation  # noqa: E402
 
 
 def docs_per_row(out: Path) -> list[int]:

@@ -36,11 +36,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-import encoder  # noqa: E402
-from encoder.sections import SECTIONS  # noqa: E402
+from ocml import encoder  # noqa: E402
+from ocml.encoder.sections import SECTIONS  # noqa: E402
 from gen import WORDS  # noqa: E402
 
 TEMPLATE = (

@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import encoder  # noqa: E402
-from encoder.inputs import render_pairs  # noqa: E402
+from ocml import encoder  # noqa: E402
+from ocml.encoder.inputs import render_pairs  # noqa: E402
 
 WORDS = "the of and to in is was for on that with as by at from his her an which sky blue model data".split()
 

@@ -32,7 +32,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 
@@ -75,7 +74,7 @@ def main() -> None:
     args = ap.parse_args()
 
     oh, harmony = offline_harmony()
-    import encoder
+    from ocml import encoder
 
     # canonical messages (the formats' own terms): the [user] prompt prefix must read the same way
     h_enc = encoder.Encoder("harmony", shape="native")

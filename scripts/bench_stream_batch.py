@@ -34,7 +34,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "scripts"))
 
@@ -95,9 +94,9 @@ def main() -> None:
     args = ap.parse_args()
 
     oh, harmony = offline_harmony()
-    import encoder
-    from encoder.stream.batch import VECTOR_MIN_ROWS, BatchDecoder
-    from encoder.stream.decoder import tables_for
+    from ocml import encoder
+    from ocml.encoder.stream.batch import VECTOR_MIN_ROWS, BatchDecoder
+    from ocml.encoder.stream.decoder import tables_for
 
     encs = {"id": encoder.Encoder("harmony", shape="native"),  # canonical messages: prefixes read alike
             "fallback": encoder.Encoder("openchatml-2.2", tokenizer="o200k_base", shape="native")}

@@ -9,4 +9,4 @@ out="${OCML_DEMO_OUT:-/tmp/ocml-demo}"
 ocml pack examples/sample --seq-len 2048 --out "$out" --overwrite "$@"
 echo
 echo "shards: $out/data/*.parquet (load: datasets.load_dataset(\"parquet\", data_files=\"$out/data/*.parquet\"))"
-echo "also:   $out/manifest.json  $out/report.json  $out/errors.jsonl  $out/lengths.png"
+echo "also:   $out/manifest.json  $out/report.json  $out/errors.jsonl  $out/overlong.jsonl  $out/untrained.jsonl  $out/lengths.png"

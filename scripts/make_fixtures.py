@@ -8,20 +8,18 @@ format's default tokenizer (controls registered, ``cot="keep-all"``), and its ma
 the diff before committing: the fixtures pin behaviour, they do not derive it.
 
 For each ``tests/fixtures/<format>/shapes/<case>.input.json`` (a record of one of the
-``encoder.inputs`` shapes) it writes ``<case>.expected.json``: the render's ids, mask and
+``ocml.encoder.inputs`` shapes) it writes ``<case>.expected.json``: the render's ids, mask and
 text (preference / KTO: ``render_pair``'s columns and texts).
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-import encoder  # noqa: E402
+from ocml import encoder  # noqa: E402
 
 
 def expected(fmt: str, text: str) -> dict:
@@ -34,7 +32,7 @@ def expected(fmt: str, text: str) -> dict:
 
 def expected_shape(fmt: str, case: dict) -> dict:
     """A record shape's golden output (tests/test_inputs.py reads the same keys)."""
-    from encoder.inputs import render_pair
+    from ocml.encoder.inputs import render_pair
 
     enc = encoder.Encoder(fmt, shape=case.get("shape", "auto"), shape_options=case.get("shape_options"))
     dec = enc.tokenizer.decode

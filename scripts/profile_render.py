@@ -18,16 +18,15 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-import encoder  # noqa: E402
+from ocml import encoder  # noqa: E402
 from bench_render import agentic, text_runs  # noqa: E402
-from encoder import cot as cot_mod  # noqa: E402
-from encoder import sections  # noqa: E402
-from encoder.adapters import to_conversation  # noqa: E402
-from encoder.masks import message_flags  # noqa: E402
-from encoder.messages import Mode  # noqa: E402
+from ocml.encoder import cot as cot_mod  # noqa: E402
+from ocml.encoder import sections  # noqa: E402
+from ocml.encoder.adapters import to_conversation  # noqa: E402
+from ocml.encoder.masks import message_flags  # noqa: E402
+from ocml.encoder.messages import Mode  # noqa: E402
 
 
 def phases(enc: encoder.Encoder, convs: list[dict], cold: bool) -> dict[str, float]:

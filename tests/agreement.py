@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-import encoder
-import vocab
-from encoder.errors import OcmlError
-from encoder.events import Error, MessageEnd, Stop
+from ocml import encoder
+from ocml import vocab
+from ocml.encoder.errors import OcmlError
+from ocml.encoder.events import Error, MessageEnd, Stop
 
 from gen import WORDS, text
 

@@ -36,7 +36,7 @@ def harmony():
 
 @pytest.fixture(scope="session")
 def harmony_encoder():
-    import encoder
+    from ocml import encoder
 
     return encoder.Encoder("harmony")
 
@@ -44,7 +44,7 @@ def harmony_encoder():
 @pytest.fixture(scope="session")
 def encs():
     """The stream tests' three modes: Harmony ids, OpenChatML 2.2 ids, 2.2 spelled as text."""
-    import encoder
+    from ocml import encoder
 
     return {
         "harmony": encoder.Encoder("harmony"),

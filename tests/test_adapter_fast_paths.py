@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from encoder import adapters as A
-from encoder.adapters import chat as C
-from encoder.adapters import ChatStyle
+from ocml.encoder import adapters as A
+from ocml.encoder.adapters import chat as C
+from ocml.encoder.adapters import ChatStyle
 
 _FIELDS = ("role", "content", "channel", "recipient", "call_id", "name", "intent", "content_type", "constrain",
            "parts", "structured", "train", "source", "source_field")

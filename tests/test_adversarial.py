@@ -15,8 +15,8 @@ import random
 
 import pytest
 
-from encoder.errors import HeaderError
-from encoder.events import Delta, Error, MessageEnd, MessageStart, Stop
+from ocml.encoder.errors import HeaderError
+from ocml.encoder.events import Delta, Error, MessageEnd, MessageStart, Stop
 from test_stream import MODES, build, byte_ids, check_stream, ctl, merge, msgs, stream
 
 
@@ -55,13 +55,13 @@ def test_case_08_stop_that_can_end_inside_a_text_control_is_refused(encs, stop):
     (found by this audit).  Defined behaviour: such stop strings are refused up front with
     ``E-STOP-OVERLAPS-CONTROL``; with registered controls (ids) they are ordinary stops and
     the structure is intact."""
-    from encoder.errors import InputError
+    from ocml.encoder.errors import InputError
 
     with pytest.raises(InputError) as info:
         encs["ocml-text"].decoder(role="assistant", stop_strings=["Observation:", stop])
     assert info.value.code == "E-STOP-OVERLAPS-CONTROL" and info.value.field == "stop_strings[1]"
     with pytest.raises(InputError):
-        from encoder.stream.batch import BatchDecoder
+        from ocml.encoder.stream.batch import BatchDecoder
 
         BatchDecoder(encs["ocml-text"], 2, stop_strings=[stop])
     enc = encs["ocml-id"]

@@ -18,11 +18,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import encoder
-from encoder.errors import BodyConstraintError, CallSchemaError, InputError, UnrepresentableError
-from encoder.events import Delta, MessageEnd, Stop
-from encoder.formats.apertus import to_apertus
-from encoder.formats.apertus_blocks import OUTPUT_SEPARATOR, BracketScan, Turn, split_outputs
+from ocml import encoder
+from ocml.encoder.errors import BodyConstraintError, CallSchemaError, InputError, UnrepresentableError
+from ocml.encoder.events import Delta, MessageEnd, Stop
+from ocml.encoder.formats.apertus import to_apertus
+from ocml.encoder.formats.apertus_blocks import OUTPUT_SEPARATOR, BracketScan, Turn, split_outputs
 from test_chatml import cached_encoder, check_stream, expected_path, load_case, merge
 
 FIXTURES = Path(__file__).parent / "fixtures" / "apertus"

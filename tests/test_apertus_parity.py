@@ -5,7 +5,7 @@ transformers renders chat templates.
 On that repository's own examples and on generated conversations (blocks and string shapes,
 thoughts, parallel calls, outputs as blocks and as tool messages, tool declarations from
 generated JSON Schemas): ocml's text is the template's text plus the ``<|assistant_end|>``
-ocml writes after the last turn (see ``encoder.formats.apertus``: the template never closes
+ocml writes after the last turn (see ``ocml.encoder.formats.apertus``: the template never closes
 it), and ocml's ids are the tokenizer's ids for that whole text.  Generated text has no ``<``
 (on the template's text path control text becomes control ids).
 """
@@ -19,7 +19,7 @@ import random
 import pytest
 from shared_data import shared
 
-import encoder
+from ocml import encoder
 from gen import schema
 from test_apertus import CONTROLS, conversation, words
 
@@ -52,7 +52,7 @@ def tools(rng: random.Random) -> list[dict]:
 
 @pytest.mark.parametrize("base", ["o200k_base", "cl100k_base"])
 def test_generated_conversations_match_the_reference_template(base):
-    import vocab
+    from ocml import vocab
 
     tok = vocab.load(base, register="apertus")
     today = datetime.date.today().isoformat()  # the template's strftime_now

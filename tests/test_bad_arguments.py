@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-import encoder
-import vocab
-from encoder import stops
-from encoder.errors import OcmlError
-from encoder.interchange import to_interchange
-from encoder.stream.batch import batch_decoder
+from ocml import encoder
+from ocml import vocab
+from ocml.encoder import stops
+from ocml.encoder.errors import OcmlError
+from ocml.encoder.interchange import to_interchange
+from ocml.encoder.stream.batch import batch_decoder
 
 
 @pytest.fixture(scope="module")

@@ -18,11 +18,11 @@ from shared_data import shared
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import encoder
-import vocab
-from encoder.errors import HeaderError, InputError, InputTypeError, OcmlError, UnknownNameError, UnrepresentableError
-from encoder.events import Delta, MessageEnd, MessageStart, Stop
-from encoder.formats.chatml import tool_calls_of
+from ocml import encoder
+from ocml import vocab
+from ocml.encoder.errors import HeaderError, InputError, InputTypeError, OcmlError, UnknownNameError, UnrepresentableError
+from ocml.encoder.events import Delta, MessageEnd, MessageStart, Stop
+from ocml.encoder.formats.chatml import tool_calls_of
 
 FIXTURES = Path(__file__).parent / "fixtures" / "chatml"
 CONTROLS = ("<s>", "</s>", "<|im_start|>", "<|im_end|>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>",
@@ -515,7 +515,7 @@ def test_bad_fim_and_options_get_typed_errors(call, err, field):
 
 
 def test_formats_cli_lists_all_five_renderable(capsys):
-    from encoder.cli import main
+    from ocml.encoder.cli import main
 
     assert main(["formats"]) == 0
     out = capsys.readouterr().out

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from shared_data import shared
 
-import encoder
-import vocab
-from encoder.formats.chatml import QWEN_SYSTEM
+from ocml import encoder
+from ocml import vocab
+from ocml.encoder.formats.chatml import QWEN_SYSTEM
 from gen import schema
 
 render_jinja_template = pytest.importorskip("transformers.utils.chat_template_utils").render_jinja_template

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from encoder.cli import EXIT_FAILED, EXIT_OK, EXIT_PIPE, EXIT_USAGE, main
+from ocml.encoder.cli import EXIT_FAILED, EXIT_OK, EXIT_PIPE, EXIT_USAGE, main
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "weather_tool_call.json"
@@ -18,7 +18,7 @@ CONV = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "c
 
 
 def ocml(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "encoder.cli", *args], input=stdin, capture_output=True, cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "ocml.encoder.cli", *args], input=stdin, capture_output=True, cwd=ROOT,
                           timeout=120)
 
 
@@ -69,7 +69,7 @@ def test_render_reads_gz_stdin_and_a_jsonl_line(files: dict[str, Path], capsys: 
 
 
 def test_closed_pipe_is_quiet() -> None:
-    cmd = f"{sys.executable} -m encoder.cli render {EXAMPLE}; echo \"rc=$?\" >&2"
+    cmd = f"{sys.executable} -m ocml.encoder.cli render {EXAMPLE}; echo \"rc=$?\" >&2"
     p = subprocess.run(f"({cmd}) | head -1", shell=True, capture_output=True, cwd=ROOT, timeout=120)
     assert p.stdout.decode().startswith("format=")
     err = p.stderr.decode()
@@ -126,7 +126,7 @@ def test_pack_exit_codes(files: dict[str, Path], tmp_path: Path, capsys: pytest.
 
 def test_template_slot_convention() -> None:
     """Subcommands dispatch through set_defaults(fn=...), so `ocml template` can slot in."""
-    from encoder.cli import build_parser
+    from ocml.encoder.cli import build_parser
 
     p = build_parser()
     for cmd in (["formats"], ["render", "x"], ["text", "x"], ["pack", "x", "--out", "o"]):
@@ -135,7 +135,7 @@ def test_template_slot_convention() -> None:
 
 def test_tokenizer_option_takes_an_hf_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``--tokenizer DIR`` (a save_pretrained folder) renders the same ids as the format's own tokenizer."""
-    import encoder
+    from ocml import encoder
 
     enc = encoder.Encoder("harmony")
     enc.save_pretrained(tmp_path / "tok")

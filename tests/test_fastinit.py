@@ -1,4 +1,4 @@
-"""``encoder.fastinit``: the fast constructor and replace give exactly what the dataclass gives."""
+"""``ocml.encoder.fastinit``: the fast constructor and replace give exactly what the dataclass gives."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import dataclasses
 from hypothesis import given
 from hypothesis import strategies as st
 
-from encoder.fastinit import fast_replace
-from encoder.messages import Message, new_message
+from ocml.encoder.fastinit import fast_replace
+from ocml.encoder.messages import Message, new_message
 
 _opt = st.none() | st.text(max_size=5)
 _fields = [f.name for f in dataclasses.fields(Message)]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import encoder
+from ocml import encoder
 
 FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("*/*.txt"))
 

@@ -2,7 +2,7 @@
 
 Every case renders the same content with openai-harmony (``enc.render`` of a
 single message, decoded back to text) and with
-``encoder.formats.harmony_sections``, and compares the text between
+``ocml.encoder.formats.harmony_sections``, and compares the text between
 ``<|message|>`` and ``<|end|>`` byte for byte.
 """
 
@@ -25,13 +25,13 @@ import pytest
 
 oh = pytest.importorskip("openai_harmony")
 
-from encoder.formats import harmony_sections as hs  # noqa: E402
-from encoder.formats.harmony_schema import (  # noqa: E402
+from ocml.encoder.formats import harmony_sections as hs  # noqa: E402
+from ocml.encoder.formats.harmony_schema import (  # noqa: E402
     json_schema_to_typescript,
     json_value_text,
     rust_lines,
 )
-from vocab.errors import DependencyError, InputError, UnknownNameError  # noqa: E402
+from ocml.vocab.errors import DependencyError, InputError, UnknownNameError  # noqa: E402
 
 
 def _prepare_offline_vocab() -> None:

@@ -27,8 +27,8 @@ tokenizers = pytest.importorskip("tokenizers")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from vocab import hf_convert as hc  # noqa: E402
-from vocab.errors import VocabError  # noqa: E402
+from ocml.vocab import hf_convert as hc  # noqa: E402
+from ocml.vocab.errors import VocabError  # noqa: E402
 
 ENCODINGS_JSON = Path(__file__).resolve().parents[1] / "vocab" / "data" / "encodings.json"
 ENCODINGS: dict[str, dict[str, Any]] = json.loads(ENCODINGS_JSON.read_text("utf-8"))

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import pytest
 
-import encoder
-from encoder.openai_chunks import accumulate
-from encoder.stops import hf_stopping_criteria, hf_streamer
+from ocml import encoder
+from ocml.encoder.openai_chunks import accumulate
+from ocml.encoder.stops import hf_stopping_criteria, hf_streamer
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -171,8 +171,9 @@ def test_criteria_never_builds_on_transformers_dummy():
         "except Exception:\n"
         "    StoppingCriteria = None\n"
         "del sys.modules['torch']\n"
-        "import torch, encoder\n"
-        "from encoder.stops import hf_stopping_criteria\n"
+        "import torch\n"
+        "from ocml import encoder\n"
+        "from ocml.encoder.stops import hf_stopping_criteria\n"
         "crit = hf_stopping_criteria(encoder.Encoder('harmony'))\n"
         "out = crit(torch.tensor([[1, 200002], [1, 2]]), None)\n"
         "assert out.tolist() == [True, False], out\n"

@@ -3,7 +3,7 @@ tokenizer kinds and three modes, with adversarial text in every text field (issu
 
 Tokenizers per format: *registered* (the format's default: controls are ids), *fallback*
 (``o200k_base``: every control spelled as text, escaped) and *HF* (a small byte-level BPE
-``tokenizers.Tokenizer`` trained here, wrapped by ``vocab.from_hf(register=FORMAT)``: controls
+``tokenizers.Tokenizer`` trained here, wrapped by ``ocml.vocab.from_hf(register=FORMAT)``: controls
 are HF added tokens, which an HF ``encode`` would match inside text).
 
 Properties, for each generated conversation (OpenAI / HF chat dicts with tools, tool calls,
@@ -28,10 +28,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import encoder
-import vocab
-from encoder.errors import OcmlError
-from encoder.formats.harmony_sections import DeveloperContent, SystemContent, developer_text, system_text
+from ocml import encoder
+from ocml import vocab
+from ocml.encoder.errors import OcmlError
+from ocml.encoder.formats.harmony_sections import DeveloperContent, SystemContent, developer_text, system_text
 
 FORMATS = ["openchatml-2.2", "openchatml-2.0", "harmony", "chatml", "apertus"]
 KINDS = ["registered", "fallback", "hf"]

@@ -1,4 +1,4 @@
-"""Issue 17, input shapes (``encoder.inputs``): prompt/completion (TRL's two forms), Alpaca,
+"""Issue 17, input shapes (``ocml.encoder.inputs``): prompt/completion (TRL's two forms), Alpaca,
 plain text, preference pairs and KTO examples.  Golden fixtures per format, the mask
 invariants (registered and fallback), typed errors, TRL's prompt extraction, the CLI.
 
@@ -17,11 +17,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import encoder
-import vocab
-from encoder.inputs import ShapeOptions, detect_shape, render_pair
-from encoder.inputs.preference import extract_prompt
-from encoder.inputs.text import end_of_text_id
+from ocml import encoder
+from ocml import vocab
+from ocml.encoder.inputs import ShapeOptions, detect_shape, render_pair
+from ocml.encoder.inputs.preference import extract_prompt
+from ocml.encoder.inputs.text import end_of_text_id
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = sorted((ROOT / "tests" / "fixtures").glob("*/shapes/*.input.json"))
@@ -334,8 +334,8 @@ def _ocml(*args: str, cwd: Path) -> subprocess.CompletedProcess:
         # These few-record files hold a malformed record of each shape on purpose (its typed error is
         # asserted); the run-level gate on bad records has its own tests (test_pack_defaults.py).
         args = (*args, "--max-bad-fraction", "1")
-    return subprocess.run([sys.executable, "-m", "encoder.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    return subprocess.run([sys.executable, "-m", "ocml.encoder.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin"})
 
 
 def _write(path: Path, records: list) -> Path:
@@ -514,8 +514,8 @@ def test_pair_rows_are_the_training_renders(fmt, tok, prompt, chosen, rejected):
 def test_text_in_a_mixed_run_keeps_its_split_default(tmp_path, monkeypatch):
     """With the conversations' default at truncate, an overlong text record of an auto run is
     still split (its shape's default), reported in overlong.jsonl; an explicit --overlong wins."""
-    from encoder.inputs import shapes
-    from encoder.pipeline.run import PackOptions, run
+    from ocml.encoder.inputs import shapes
+    from ocml.encoder.pipeline.run import PackOptions, run
 
     monkeypatch.setitem(shapes.OVERLONG_DEFAULT, shapes.RecordShape.CHAT, "truncate")
     long_text = " ".join(f"token{i}" for i in range(200))

@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import encoder
-from encoder.errors import OcmlError
+from ocml import encoder
+from ocml.encoder.errors import OcmlError
 
 FORMATS = ("harmony", "openchatml-2.2", "openchatml-2.0", "chatml", "apertus")
 _ENCODERS: dict[str, encoder.Encoder] = {}
@@ -269,7 +269,7 @@ def test_cli_reasoning_option(tmp_path):
     f.write_text(json.dumps({"messages": REASONED}))
 
     def ocml(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "encoder.cli", *args], capture_output=True, text=True)
+        return subprocess.run([sys.executable, "-m", "ocml.encoder.cli", *args], capture_output=True, text=True)
 
     ok = ocml("text", str(f), "--format", "chatml", "--reasoning", "think")
     assert ok.returncode == 0 and "<think>\nr2\n</think>" in ok.stdout
@@ -315,7 +315,7 @@ def test_messages_and_tools_as_json_text_like_the_cli(fmt):
     want = ids(fmt, {"messages": msgs, "tools": TOOLS})
     assert ids(fmt, {"messages": json.dumps(msgs), "tools": json.dumps(TOOLS)}) == want
     assert ids(fmt, {"messages": msgs, "tools": np.array(TOOLS, dtype=object)}) == want
-    from encoder.pipeline.records import conversation_from_record
+    from ocml.encoder.pipeline.records import conversation_from_record
 
     assert ids(fmt, conversation_from_record({"messages": json.dumps(msgs), "tools": json.dumps(TOOLS)})) == want
 

@@ -15,8 +15,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("accelerate")  # trl.trainer imports it
 
-import encoder  # noqa: E402
-from encoder.inputs import render_pair  # noqa: E402
+from ocml import encoder  # noqa: E402
+from ocml.encoder.inputs import render_pair  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 U = [{"role": "user", "content": "What colour is the sky?"}]
@@ -31,9 +31,9 @@ def _pack(tmp_path: Path, name: str, records: list, *args: str) -> list[dict]:
 
     src = tmp_path / f"{name}.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
-    res = subprocess.run([sys.executable, "-m", "encoder.cli", "pack", str(src), "--no-pack", "--out",
+    res = subprocess.run([sys.executable, "-m", "ocml.encoder.cli", "pack", str(src), "--no-pack", "--out",
                           str(tmp_path / name), "--workers", "1", *args], capture_output=True, text=True,
-                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+                         env={"PATH": "/usr/bin:/bin"})
     assert res.returncode == 0, res.stderr
     return pq.read_table(tmp_path / name / "data" / "train-00000.parquet").to_pylist()
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import encoder
-from encoder.cli import EXIT_OK, EXIT_USAGE, main
-from encoder.pack import pack
-from encoder.pipeline.shards import Block, parquet_table
-from encoder.tokenview import TokenView, Style
+from ocml import encoder
+from ocml.encoder.cli import EXIT_OK, EXIT_USAGE, main
+from ocml.encoder.pack import pack
+from ocml.encoder.pipeline.shards import Block, parquet_table
+from ocml.encoder.tokenview import TokenView, Style
 
 CONVS = [
     {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}]},

@@ -1,6 +1,6 @@
-"""``encoder.integrations``: the ``datasets.map`` function, the Ray Data classes, the recipe.
+"""``ocml.encoder.integrations``: the ``datasets.map`` function, the Ray Data classes, the recipe.
 
-The render and pack stages are checked against ``Encoder.render`` / ``encoder.pack`` and
+The render and pack stages are checked against ``Encoder.render`` / ``ocml.encoder.pack`` and
 against the ``ocml pack`` CLI on the same JSONL (unpacked and packed); ``datasets`` with
 ``num_proc=2`` and Ray in local mode run the same callables.  Tests needing ``datasets`` or
 ``ray`` skip when the package is missing.
@@ -21,12 +21,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import encoder
-from encoder.errors import InputError, OcmlError
-from encoder.integrations import OcmlPack, OcmlRender, pack_stream
-from encoder.integrations.batches import drop_nulls
-from encoder.integrations.pack_stage import TablePacker, packed_table, split_failures
-from encoder.pipeline.records import conversation_from_record
+from ocml import encoder
+from ocml.encoder.errors import InputError, OcmlError
+from ocml.encoder.integrations import OcmlPack, OcmlRender, pack_stream
+from ocml.encoder.integrations.batches import drop_nulls
+from ocml.encoder.integrations.pack_stage import TablePacker, packed_table, split_failures
+from ocml.encoder.pipeline.records import conversation_from_record
 
 sys.path.insert(0, str(Path(__file__).parent))
 from gen import harmony_conversation  # noqa: E402
@@ -316,7 +316,7 @@ def test_stream_packing_ignores_batch_boundaries(sizes: list[int], window: int |
 
 @pytest.fixture(scope="module")
 def cli_out(tmp_path_factory: pytest.TempPathFactory, jsonl: Path) -> dict[str, pa.Table]:
-    from encoder.cli import main
+    from ocml.encoder.cli import main
 
     out: dict[str, pa.Table] = {}
     # Unpacked: the default run (rows in a seeded order), put back in input order by each row's provenance
@@ -357,7 +357,7 @@ def test_table_packer_gives_the_cli_rows(cli_out: dict[str, Any], lines: list[st
 def test_datasets_map_num_proc_2_gives_the_cli_rows(cli_out: dict[str, Any], lines: list[str],
                                                       tmp_path: Path) -> None:
     datasets = pytest.importorskip("datasets")
-    from encoder.integrations.hf_datasets import pack_dataset, render_dataset
+    from ocml.encoder.integrations.hf_datasets import pack_dataset, render_dataset
 
     datasets.disable_progress_bars()
     ds = datasets.Dataset.from_dict({"text": lines})
@@ -413,7 +413,7 @@ def ray_local() -> Any:
 
 def test_ray_map_batches_class_and_global_pack_give_the_cli_rows(ray_local: Any, jsonl: Path,
                                                                    cli_out: dict[str, Any]) -> None:
-    from encoder.integrations import ray_data
+    from ocml.encoder.integrations import ray_data
 
     ray_local.data.DataContext.get_current().execution_options.preserve_order = False  # pack() asks for order
     ds = ray_local.data.read_text(str(jsonl))
@@ -428,7 +428,7 @@ def test_ray_map_batches_class_and_global_pack_give_the_cli_rows(ray_local: Any,
 
 
 def test_ray_block_packing_conserves_every_document(ray_local: Any, lines: list[str]) -> None:
-    from encoder.integrations import ray_data
+    from ocml.encoder.integrations import ray_data
 
     items = [{"text": l} for l in lines]
     ds = ray_local.data.from_items(items, override_num_blocks=3)

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-import encoder
-from encoder.errors import InputError
-from encoder.integrations import OcmlRender
-from encoder.pipeline.records import conversation_from_record
+from ocml import encoder
+from ocml.encoder.errors import InputError
+from ocml.encoder.integrations import OcmlRender
+from ocml.encoder.pipeline.records import conversation_from_record
 
 datasets = pytest.importorskip("datasets")
-from encoder.integrations.hf_datasets import render_dataset  # noqa: E402
+from ocml.encoder.integrations.hf_datasets import render_dataset  # noqa: E402
 
 FMT = "openchatml-2.2"
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather.", "parameters": {

@@ -2,7 +2,7 @@
 
 Spec examples (§10 itself, §16.1-16.3 fixtures), completions parsed from ids (with their
 end reasons: a truncated call is not a ``tool_call``), what §10 cannot carry, and the
-round trip with ``encoder.adapters`` (which reads §10 objects): project -> read -> the
+round trip with ``ocml.encoder.adapters`` (which reads §10 objects): project -> read -> the
 same messages, on generated conversations and on hypothesis-drawn assistant turns.
 """
 
@@ -16,11 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import encoder
-from encoder.errors import OcmlError, UnrepresentableError
-from encoder.interchange import INTERCHANGE_KEYS, interchange_object, parse_interchange, to_interchange
-from encoder.messages import Message
-from encoder.parse import parse_ids
+from ocml import encoder
+from ocml.encoder.errors import OcmlError, UnrepresentableError
+from ocml.encoder.interchange import INTERCHANGE_KEYS, interchange_object, parse_interchange, to_interchange
+from ocml.encoder.messages import Message
+from ocml.encoder.parse import parse_ids
 from gen import harmony_conversation
 
 FIXTURES = Path(__file__).parent / "fixtures" / "openchatml-2.2"

@@ -14,9 +14,9 @@ import re
 
 import pytest
 
-import encoder
-import vocab
-from encoder.events import Delta, Error, MessageEnd, Stop
+from ocml import encoder
+from ocml import vocab
+from ocml.encoder.events import Delta, Error, MessageEnd, Stop
 
 ENCODERS = {
     "harmony": lambda: encoder.Encoder("harmony"),

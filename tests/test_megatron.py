@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import encoder
-from encoder.cli import EXIT_OK, EXIT_USAGE, main
-from encoder.errors import InputError
-from encoder.pipeline.megatron import IndexedDataset, IndexedWriter, token_dtype
+from ocml import encoder
+from ocml.encoder.cli import EXIT_OK, EXIT_USAGE, main
+from ocml.encoder.errors import InputError
+from ocml.encoder.pipeline.megatron import IndexedDataset, IndexedWriter, token_dtype
 
 DOCS = [[1, 2, 3], [65000], [5, 6], [7]]
 
@@ -184,7 +184,7 @@ RESUME_KW = dict(pack=False, shard_size=6, epoch_tokens=2500, chunk_records=8, o
 CHILD = """
 import json, sys
 from pathlib import Path
-from encoder.pipeline.run import PackOptions, run
+from ocml.encoder.pipeline.run import PackOptions, run
 if __name__ == "__main__":
     kw = json.loads(sys.argv[1])
     kw["outputs"] = tuple(kw["outputs"])
@@ -199,7 +199,7 @@ def test_megatron_resume_after_kill(tmp_path: Path, fault: str):
     import subprocess
     import sys
 
-    from encoder.pipeline.run import FAULT_ENV, PackOptions, run
+    from ocml.encoder.pipeline.run import FAULT_ENV, PackOptions, run
     from test_pipeline import write_data
 
     src = tmp_path / "a.jsonl"

@@ -1,4 +1,4 @@
-"""SentencePiece-style tokenizers through ``vocab.from_hf`` (issue 8): text pieces get the ids
+"""SentencePiece-style tokenizers through ``ocml.vocab.from_hf`` (issue 8): text pieces get the ids
 the model's own tokenizer gives them inside the whole text, and decode without the prefix
 space the tokenizer adds to a run.
 
@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 tokenizers = pytest.importorskip("tokenizers")
 from tokenizers import AddedToken, decoders, models, normalizers, pre_tokenizers, trainers  # noqa: E402
 
-import encoder  # noqa: E402
-import vocab  # noqa: E402
+from ocml import encoder  # noqa: E402
+from ocml import vocab  # noqa: E402
 
 FORMAT = "openchatml-2.2"
 CONTROLS = vocab.control_table(FORMAT).all_tokens
@@ -251,9 +251,9 @@ def test_byte_level_without_prefix_is_unchanged() -> None:
 
 # -- stream decoders (StreamDecoder, BatchDecoder) drop the run prefix where parse does ------------
 
-from encoder.events import Delta, Error, MessageEnd, MessageStart, Stop  # noqa: E402
-from encoder.parse import parse_ids  # noqa: E402
-from encoder.stream.batch import BatchDecoder  # noqa: E402
+from ocml.encoder.events import Delta, Error, MessageEnd, MessageStart, Stop  # noqa: E402
+from ocml.encoder.parse import parse_ids  # noqa: E402
+from ocml.encoder.stream.batch import BatchDecoder  # noqa: E402
 
 
 def _chunks(ids: list[int], size: int | None) -> list[list[int]]:

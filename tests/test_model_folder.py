@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from shared_data import shared
 
-import encoder
-import vocab
-from encoder.errors import OcmlError
-from encoder.formats.chatml import QWEN_SYSTEM
-from encoder.model import Detection, FormatDetectionError, ModelFolder, ModelFolderError, detect_format
+from ocml import encoder
+from ocml import vocab
+from ocml.encoder.errors import OcmlError
+from ocml.encoder.formats.chatml import QWEN_SYSTEM
+from ocml.encoder.model import Detection, FormatDetectionError, ModelFolder, ModelFolderError, detect_format
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -138,7 +138,7 @@ def test_bad_folders_are_typed_errors(tmp_path, folders):
 
 
 def _ocml(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "encoder.cli", *args], capture_output=True, text=True, cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "ocml.encoder.cli", *args], capture_output=True, text=True, cwd=ROOT,
                           timeout=600)
 
 

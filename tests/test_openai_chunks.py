@@ -13,10 +13,10 @@ import json
 
 import pytest
 
-import encoder
-import vocab
-from encoder.errors import InputError, InputTypeError, UnrepresentableError
-from encoder.openai_chunks import accumulate
+from ocml import encoder
+from ocml import vocab
+from ocml.encoder.errors import InputError, InputTypeError, UnrepresentableError
+from ocml.encoder.openai_chunks import accumulate
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, reject, settings  # noqa: E402

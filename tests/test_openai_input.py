@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-import encoder
-from encoder.errors import BodyConstraintError, HeaderError, InputError, OcmlError
+from ocml import encoder
+from ocml.encoder.errors import BodyConstraintError, HeaderError, InputError, OcmlError
 from gen import TOOL_NAMES, schema, text
 
 # -- a generator of the data people actually have ------------------------------------------
@@ -382,7 +382,7 @@ def test_submodules_without_a_prior_import():
     import subprocess
     import sys
 
-    code = "import encoder; print(encoder.stops.stop_ids(encoder.Encoder('harmony')))"
+    code = "from ocml import encoder; print(encoder.stops.stop_ids(encoder.Encoder('harmony')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "200002" in out.stdout

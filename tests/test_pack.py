@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import encoder
-from encoder.errors import InputError, InputIndexError, InputTypeError, OcmlError, UnknownNameError
-from encoder.pack import IGNORE, PAD_DOC, Packed, Packer, PackReport, concat_packed, pack
-from encoder.packing.bfd import best_fit_decreasing
-from encoder.packing.overlong import message_ends
+from ocml import encoder
+from ocml.encoder.errors import InputError, InputIndexError, InputTypeError, OcmlError, UnknownNameError
+from ocml.encoder.pack import IGNORE, PAD_DOC, Packed, Packer, PackReport, concat_packed, pack
+from ocml.encoder.packing.bfd import best_fit_decreasing
+from ocml.encoder.packing.overlong import message_ends
 from gen import harmony_conversation
 
 PAD = 7

@@ -14,14 +14,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import encoder
-from encoder.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
-from encoder.errors import InputError
-from encoder.inputs.shapes import OVERLONG_DEFAULT, RecordShape
-from encoder.pipeline.options import BAD_SAMPLE, resolve_overlong
-from encoder.pipeline.records import conversation_from_record
-from encoder.pipeline.run import PackOptions, TooManyBadRecords, run
-from encoder.packing.packed import Overlong
+from ocml import encoder
+from ocml.encoder.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
+from ocml.encoder.errors import InputError
+from ocml.encoder.inputs.shapes import OVERLONG_DEFAULT, RecordShape
+from ocml.encoder.pipeline.options import BAD_SAMPLE, resolve_overlong
+from ocml.encoder.pipeline.records import conversation_from_record
+from ocml.encoder.pipeline.run import PackOptions, TooManyBadRecords, run
+from ocml.encoder.packing.packed import Overlong
 from test_pipeline import conversation, opts, parquet_rows, write_data
 
 SEQ = 384

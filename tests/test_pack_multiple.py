@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import encoder
-from encoder.errors import InputError, OcmlError
-from encoder.pack import IGNORE, PAD_DOC, Packed, Packer, pack
+from ocml import encoder
+from ocml.encoder.errors import InputError, OcmlError
+from ocml.encoder.pack import IGNORE, PAD_DOC, Packed, Packer, pack
 from test_pack import ragged
 
 PAD = 7
@@ -148,7 +148,7 @@ def test_rendered_documents_conserved(tokenizer):
 def test_pipeline_pad_to_multiple_and_seq_idx(tmp_path: Path):
     import pyarrow.parquet as pq
 
-    from encoder.pipeline.run import PackOptions, run
+    from ocml.encoder.pipeline.run import PackOptions, run
 
     convs = [{"messages": [{"role": "user", "content": f"question {i} " + "word " * (i * 7 % 50)},
                            {"role": "assistant", "content": f"answer {i} " + "more " * (i * 11 % 40)}]}
@@ -193,7 +193,7 @@ def test_pipeline_pad_to_multiple_and_seq_idx(tmp_path: Path):
     (dict(pack=False, seq_idx=True), "--seq-idx"),
 ])
 def test_pipeline_option_errors(tmp_path: Path, kw, field):
-    from encoder.pipeline.run import PackOptions, run
+    from ocml.encoder.pipeline.run import PackOptions, run
 
     src = tmp_path / "d.jsonl"
     src.write_text(json.dumps({"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]}))

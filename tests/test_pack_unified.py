@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from encoder.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
-from encoder.pipeline import recipe_cli
+from ocml.encoder.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
+from ocml.encoder.pipeline import recipe_cli
 from test_pipeline import write_data
 
 DRIVERS = {"recipe": [], "stream": ["--no-shuffle"]}
@@ -168,8 +168,8 @@ def test_recipe_file_takes_every_option(data: Path, tmp_path: Path, capsys: pyte
 def test_every_pack_flag_maps_to_a_recipe_key() -> None:
     """A flag added to ``ocml pack`` must reach the recipe driver (``DEST_TO_KEY`` and a ``Recipe``
     field), or a default run refuses it: this names the flags that would be refused."""
-    from encoder.cli import build_parser
-    from encoder.pipeline.recipe import TOP_KEYS
+    from ocml.encoder.cli import build_parser
+    from ocml.encoder.pipeline.recipe import TOP_KEYS
 
     sub = next(a for a in build_parser()._actions if isinstance(getattr(a, "choices", None), dict))
     dests = {a.dest for a in sub.choices["pack"]._actions if a.option_strings}

@@ -19,9 +19,9 @@ import random
 import numpy as np
 import pytest
 
-from encoder.errors import OcmlError, ParseError
-from encoder.events import Delta, Error, MessageEnd, MessageStart, Stop
-from encoder.parse import ParseResult
+from ocml.encoder.errors import OcmlError, ParseError
+from ocml.encoder.events import Delta, Error, MessageEnd, MessageStart, Stop
+from ocml.encoder.parse import ParseResult
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
@@ -72,7 +72,7 @@ def test_skipped_text_is_reported_with_position(encs, mode):
 @pytest.mark.parametrize("mode", MODES)
 def test_overlong_header_and_truncated_header_keep_their_text(encs, mode):
     enc = encs[mode]
-    from encoder.frames import MAX_HEADER_CHARS
+    from ocml.encoder.frames import MAX_HEADER_CHARS
 
     long = "x" * (MAX_HEADER_CHARS + 10)
     ids = build(enc, "ctl:<|start|>", "assistant " + long, "ctl:<|message|>", "y", "ctl:<|end|>")
@@ -270,7 +270,7 @@ ARGS = {
 
 
 def _batch(enc, vectorized=False):
-    from encoder.stream.batch import BatchDecoder
+    from ocml.encoder.stream.batch import BatchDecoder
 
     return BatchDecoder(enc, 2, vectorized=vectorized)
 

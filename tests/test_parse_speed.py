@@ -1,6 +1,6 @@
 """Batch ``parse`` of ids: the vectorised parser against a per-token reference, and its speed.
 
-``encoder.parse`` finds controls with numpy, decodes every ordinary token with one
+``ocml.encoder.parse`` finds controls with numpy, decodes every ordinary token with one
 gather from a flat byte table and slices the runs by byte offsets.  The reference
 below is the plain algorithm it must agree with: walk the ids one by one, decode each
 maximal run of ordinary ids with the tokenizer's own table, split controls spelled as
@@ -23,10 +23,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import encoder
-from encoder.errors import OcmlError
-from encoder.frames import FrameMachine
-from encoder.parse import IdParser, TextSplitter, parse_ids, parser_for
+from ocml import encoder
+from ocml.encoder.errors import OcmlError
+from ocml.encoder.frames import FrameMachine
+from ocml.encoder.parse import IdParser, TextSplitter, parse_ids, parser_for
 from gen import WORDS, harmony_conversation
 
 from test_render import ENCODERS, enc_  # noqa: E402  (one encoder table for the suite)

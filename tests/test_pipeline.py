@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-import encoder
-from encoder.errors import InputError
-from encoder.pipeline.records import conversation_from_record
-from encoder.pipeline.run import PackOptions, StrictStop, run
+from ocml import encoder
+from ocml.encoder.errors import InputError
+from ocml.encoder.pipeline.records import conversation_from_record
+from ocml.encoder.pipeline.run import PackOptions, StrictStop, run
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "examples" / "sample"

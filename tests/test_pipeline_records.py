@@ -1,4 +1,4 @@
-"""``encoder.pipeline.records`` and ``readers``: finding conversations in records, reading files."""
+"""``ocml.encoder.pipeline.records`` and ``readers``: finding conversations in records, reading files."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import encoder
-from encoder.errors import InputError
-from encoder.pipeline.readers import Kind, Position, iter_chunks, resolve
-from encoder.pipeline.records import conversation_from_record
-from encoder.pipeline.workers import RenderSpec, render_chunk
+from ocml import encoder
+from ocml.encoder.errors import InputError
+from ocml.encoder.pipeline.readers import Kind, Position, iter_chunks, resolve
+from ocml.encoder.pipeline.records import conversation_from_record
+from ocml.encoder.pipeline.workers import RenderSpec, render_chunk
 
 CHAT = [{"role": "user", "content": "Weather in Oslo?"},
         {"role": "assistant", "content": None,
@@ -85,7 +85,7 @@ def _lines(n: int) -> list[bytes]:
 
 def _read_all(paths: list[str], **kw: object) -> list[tuple[int, int, object]]:
     """(source, location, record) of every record, decoded as the workers do."""
-    from encoder.pipeline.workers import decode_records
+    from ocml.encoder.pipeline.workers import decode_records
 
     return [(ch.source, loc, rec) for ch in iter_chunks(resolve(paths), **kw)  # type: ignore[arg-type]
             for loc, rec in decode_records(ch)]
@@ -148,7 +148,7 @@ def test_resume_positions_for_every_kind(tmp_path: Path) -> None:
     pq.write_table(pa.Table.from_pylist([json.loads(x) for x in lines[16:]]), tmp_path / "c.parquet",
                    row_group_size=2)
     paths = [str(tmp_path / n) for n in ("a.jsonl", "b.jsonl.gz", "c.parquet")]
-    from encoder.pipeline.workers import decode_records
+    from ocml.encoder.pipeline.workers import decode_records
 
     full = _read_all(paths, chunk_records=3)
     chunks = list(iter_chunks(resolve(paths), chunk_records=3))

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from encoder.pipeline.run import FAULT_ENV, PackOptions, run
+from ocml.encoder.pipeline.run import FAULT_ENV, PackOptions, run
 from test_pipeline import write_data
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,7 +24,7 @@ KW: dict[str, Any] = dict(seq_len=256, shard_size=6, epoch_tokens=2500, chunk_re
 CHILD = """
 import json, sys
 from pathlib import Path
-from encoder.pipeline.run import PackOptions, run
+from ocml.encoder.pipeline.run import PackOptions, run
 if __name__ == "__main__":
     kw = json.loads(sys.argv[1])
     kw["outputs"] = tuple(kw["outputs"])

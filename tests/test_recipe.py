@@ -11,15 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from encoder.cli import build_parser
-from encoder.errors import InputError
-from encoder.pipeline.content import content_keys
-from encoder.pipeline.dedup import first_occurrences
-from encoder.pipeline.mix import weighted_take
-from encoder.pipeline.recipe import (Recipe, RecipeError, SourceSpec, Validation, read_recipe_file, resolve_recipe)
-from encoder.pipeline.recipe_cli import explicit_dests
-from encoder.pipeline.shuffle import order_correlation, permutation
-from encoder.pipeline.split import validation_mask
+from ocml.encoder.cli import build_parser
+from ocml.encoder.errors import InputError
+from ocml.encoder.pipeline.content import content_keys
+from ocml.encoder.pipeline.dedup import first_occurrences
+from ocml.encoder.pipeline.mix import weighted_take
+from ocml.encoder.pipeline.recipe import (Recipe, RecipeError, SourceSpec, Validation, read_recipe_file, resolve_recipe)
+from ocml.encoder.pipeline.recipe_cli import explicit_dests
+from ocml.encoder.pipeline.shuffle import order_correlation, permutation
+from ocml.encoder.pipeline.split import validation_mask
 
 # -- parsing -------------------------------------------------------------------------------------
 
@@ -108,7 +108,7 @@ def test_unreadable_recipe_files(tmp_path: Path, text: str, code: str) -> None:
 
 
 def test_glob_sources(tmp_path: Path) -> None:
-    from encoder.pipeline.recipe import expand_path
+    from ocml.encoder.pipeline.recipe import expand_path
 
     for n in ("b.jsonl", "a.jsonl", "c.txt"):
         (tmp_path / n).write_text("")

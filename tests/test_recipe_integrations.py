@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from encoder.errors import InputError
-from encoder.integrations import recipe as rx
-from encoder.pipeline.recipe import resolve_recipe
-from encoder.pipeline.recipe_run import run_recipe
+from ocml.encoder.errors import InputError
+from ocml.encoder.integrations import recipe as rx
+from ocml.encoder.pipeline.recipe import resolve_recipe
+from ocml.encoder.pipeline.recipe_run import run_recipe
 from test_pipeline import write_data
 from test_recipe_run import documents
 
@@ -36,7 +36,7 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def rendered(source: Path) -> Any:
     import datasets
 
-    from encoder.integrations.hf_datasets import render_dataset
+    from ocml.encoder.integrations.hf_datasets import render_dataset
 
     ds = datasets.Dataset.from_list([{"text": line, "source": "a"} for line in source.read_text().splitlines()])
     return render_dataset(ds, FMT, json_field="text", remove_columns=["text"])  # keeps "source"

@@ -13,17 +13,17 @@ from typing import Any
 
 import pytest
 
-from encoder.pipeline.recipe import resolve_recipe
-from encoder.pipeline.recipe_run import run_recipe
-from encoder.pipeline.run import FAULT_ENV
+from ocml.encoder.pipeline.recipe import resolve_recipe
+from ocml.encoder.pipeline.recipe_run import run_recipe
+from ocml.encoder.pipeline.run import FAULT_ENV
 from test_pipeline import write_data
 from test_pipeline_resume import same_output
 
 ROOT = Path(__file__).resolve().parents[1]
 CHILD = """
 import json, sys
-from encoder.pipeline.recipe import resolve_recipe
-from encoder.pipeline.recipe_run import run_recipe
+from ocml.encoder.pipeline.recipe import resolve_recipe
+from ocml.encoder.pipeline.recipe_run import run_recipe
 if __name__ == "__main__":
     run_recipe(resolve_recipe(json.loads(sys.argv[1])), sys.argv[2])
 """

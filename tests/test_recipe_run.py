@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-import encoder
-from encoder.cli import main
-from encoder.pipeline.records import conversation_from_record
-from encoder.pipeline.recipe import resolve_recipe
-from encoder.pipeline.recipe_run import run_recipe
-from encoder.pipeline.shuffle import order_correlation
+from ocml import encoder
+from ocml.encoder.cli import main
+from ocml.encoder.pipeline.records import conversation_from_record
+from ocml.encoder.pipeline.recipe import resolve_recipe
+from ocml.encoder.pipeline.recipe_run import run_recipe
+from ocml.encoder.pipeline.shuffle import order_correlation
 from test_pipeline import write_data
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import encoder
-from encoder.errors import (
+from ocml import encoder
+from ocml.encoder.errors import (
     BodyConstraintError,
     CallSchemaError,
     HeaderError,
@@ -26,7 +26,7 @@ ENCODERS = {
     "harmony-fallback": lambda: encoder.Encoder("harmony", tokenizer="o200k_base"),
     "ocm22": lambda: encoder.Encoder("openchatml-2.2"),
     "ocm22-fallback": lambda: encoder.Encoder("openchatml-2.2", tokenizer="o200k_base"),
-    "ocm22-cl100k": lambda: encoder.Encoder("openchatml-2.2", tokenizer=__import__("vocab").load("cl100k_base", register="openchatml-2.2")),
+    "ocm22-cl100k": lambda: encoder.Encoder("openchatml-2.2", tokenizer=__import__("ocml").vocab.load("cl100k_base", register="openchatml-2.2")),
     "ocm20": lambda: encoder.Encoder("openchatml-2.0"),
     "ocm20-fallback": lambda: encoder.Encoder("openchatml-2.0", tokenizer="cl100k_base"),
 }

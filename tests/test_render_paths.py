@@ -15,9 +15,9 @@ import random
 import numpy as np
 import pytest
 
-import encoder
-import vocab
-from encoder import textenc
+from ocml import encoder
+from ocml import vocab
+from ocml.encoder import textenc
 from gen import WORDS, harmony_conversation
 from test_render import ENCODERS, enc_, plain
 

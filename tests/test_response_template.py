@@ -16,9 +16,9 @@ import functools
 
 import pytest
 
-import encoder
-import vocab
-from encoder.errors import UnrepresentableError
+from ocml import encoder
+from ocml import vocab
+from ocml.encoder.errors import UnrepresentableError
 
 transformers = pytest.importorskip("transformers")
 if not hasattr(transformers.PreTrainedTokenizerBase, "parse_response"):
@@ -32,7 +32,7 @@ from test_openai_chunks import TOOLS, USER, completion, turns  # noqa: E402
 
 @functools.lru_cache(maxsize=None)
 def stack(fmt: str):
-    from encoder.template.save import hf_tokenizer
+    from ocml.encoder.template.save import hf_tokenizer
 
     enc = encoder.Encoder(fmt)
     return enc, hf_tokenizer(enc)
@@ -111,7 +111,7 @@ def test_saved_folder_keeps_the_template(tmp_path):
 
 
 def test_fallback_has_no_response_template():
-    from encoder.template.response import response_template
+    from ocml.encoder.template.response import response_template
 
     with pytest.raises(UnrepresentableError):
         response_template(encoder.Encoder("openchatml-2.2", tokenizer="o200k_base"))

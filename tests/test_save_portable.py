@@ -17,8 +17,8 @@ import subprocess
 
 import pytest
 
-import encoder
-import vocab
+from ocml import encoder
+from ocml import vocab
 
 transformers = pytest.importorskip("transformers")
 
@@ -74,6 +74,6 @@ def test_folder_loads_in_transformers_4(tmp_path, fmt):
     r = enc.render(CONV)
     assert got["ids"] == r.ids.tolist() and got["mask"] == r.mask.astype(int).tolist()
     assert got["prompt"] == enc.render(CONV[:-1], mode="prompt").ids.tolist()
-    from encoder.template.save import special_roles
+    from ocml.encoder.template.save import special_roles
 
     assert got["eos"] == special_roles(enc)["eos_token"]

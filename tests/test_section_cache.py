@@ -1,5 +1,5 @@
 """Issue 9: system / developer sections seen before are neither rebuilt nor re-encoded
-(``encoder.sections``), and the cache never changes a single id."""
+(``ocml.encoder.sections``), and the cache never changes a single id."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import encoder
-from encoder.errors import OcmlError
-from encoder.formats.harmony_sections import DeveloperContent, ToolDescription, ToolNamespace
-from encoder.sections import LRU, SECTIONS, SectionIds
+from ocml import encoder
+from ocml.encoder.errors import OcmlError
+from ocml.encoder.formats.harmony_sections import DeveloperContent, ToolDescription, ToolNamespace
+from ocml.encoder.sections import LRU, SECTIONS, SectionIds
 from gen import TOOL_NAMES, schema, text
 from test_openai_input import openai_conversation, to_harmony_objects
 
@@ -158,7 +158,7 @@ def test_caller_objects_are_never_cached() -> None:
     enc = encoder.Encoder("harmony")
     tools = {"functions": ToolNamespace("functions", None, (ToolDescription("f", "first"),))}
     dc = DeveloperContent(instructions="x", tools=tools)
-    from encoder.messages import Conversation, Message
+    from ocml.encoder.messages import Conversation, Message
 
     c = Conversation((Message(role="developer", structured=dc), Message(role="user", content="hi")))
     a = enc.tokenizer.decode(enc.render(c).ids.tolist())
@@ -204,7 +204,7 @@ _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow
 @given(_json)
 def test_json_copy_is_a_deep_copy(value: Any) -> None:
     """Tool parameters read from harmony JSON are copied (the caller may mutate theirs): equal, unshared."""
-    from encoder.formats.harmony_sections import _copy_json
+    from ocml.encoder.formats.harmony_sections import _copy_json
 
     got = _copy_json(value)
     assert got == copy.deepcopy(value) and type(got) is type(value)
@@ -216,7 +216,7 @@ def test_json_copy_is_a_deep_copy(value: Any) -> None:
 
 @given(_json, _json)
 def test_content_key_equal_iff_same_content(a: Any, b: Any) -> None:
-    from encoder.sections import content_key
+    from ocml.encoder.sections import content_key
 
     assert content_key(a) == content_key(copy.deepcopy(a))  # separate objects, same content
     if content_key(a) == content_key(b):
@@ -226,7 +226,7 @@ def test_content_key_equal_iff_same_content(a: Any, b: Any) -> None:
 def test_content_key_falls_back_for_other_types() -> None:
     from collections import OrderedDict
 
-    from encoder.sections import content_key
+    from ocml.encoder.sections import content_key
 
     assert content_key(1) != content_key(True) != content_key(1.0)
     assert isinstance(content_key(OrderedDict(a=1)), str)  # marshal refuses subclasses: repr

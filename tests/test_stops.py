@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import encoder
-import vocab
-from encoder.errors import UnknownNameError
-from encoder.stops import hf_stopping_criteria, stop_ids, stop_strings, stop_tokens, vllm_sampling_kwargs
+from ocml import encoder
+from ocml import vocab
+from ocml.encoder.errors import UnknownNameError
+from ocml.encoder.stops import hf_stopping_criteria, stop_ids, stop_strings, stop_tokens, vllm_sampling_kwargs
 
 EXPECTED = {
     "harmony": ("<|return|>", "<|call|>"),

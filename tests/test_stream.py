@@ -13,8 +13,8 @@ import random
 import numpy as np
 import pytest
 
-from encoder.errors import HeaderError, ParseError
-from encoder.events import Delta, Error, MessageEnd, MessageStart, Stop
+from ocml.encoder.errors import HeaderError, ParseError
+from ocml.encoder.events import Delta, Error, MessageEnd, MessageStart, Stop
 from gen import harmony_conversation
 
 N_CONVERSATIONS = 60
@@ -438,7 +438,7 @@ def test_random_soup_chunk_invariance(encs, mode):
         upto = ids[:stop[0].position + 1] if stop else ids
         assert msgs(ev) == enc.parse(upto, role=role)
         if mode != "ocml-text":  # text-mode error positions are per control in the stream
-            from encoder.parse import parse_ids
+            from ocml.encoder.parse import parse_ids
 
             res = parse_ids(enc, upto, role=role, detailed=True)
             assert [e.code for e in ev if type(e) is Error] == [e.code for e in res.errors]
@@ -480,7 +480,7 @@ def test_differential_openai_harmony(harmony, harmony_encoder):
 # -- stops -------------------------------------------------------------------------------------
 
 def test_stop_ids_and_strings(encs):
-    from encoder.stops import hf_stopping_criteria, stop_ids, stop_strings, vllm_sampling_kwargs
+    from ocml.encoder.stops import hf_stopping_criteria, stop_ids, stop_strings, vllm_sampling_kwargs
 
     h = encs["harmony"]
     assert stop_ids(h) == h.stop_ids() == [200002, 200012]
@@ -540,7 +540,7 @@ def test_stray_endliteral_is_the_same_error_in_parse_and_stream(encs, mode):
     assert errs == [("E-PARSE-STRAY-CONTROL", "<|endliteral|> inside message content")]
     parsed = enc.parse(ids, role="assistant")
     assert [m.content for m in msgs(events)] == [m.content for m in parsed] == ["Hithere" + "a<|end|>b" + "!"]
-    from encoder.parse import parse_ids
+    from ocml.encoder.parse import parse_ids
     detail = parse_ids(enc, ids, role="assistant", detailed=True)
     assert [(e[0] if isinstance(e, tuple) else e.code) for e in detail.errors] == ["E-PARSE-STRAY-CONTROL"]
 
@@ -549,7 +549,7 @@ def test_stray_endliteral_is_the_same_error_in_parse_and_stream(encs, mode):
 def test_non_integer_ids_are_a_typed_error_not_a_guess(encs, bad):
     """Floats are never truncated into ids, strings never iterated as tokens: E-INPUT-TYPE
     from parse and from the stream decoder (lean path included)."""
-    from encoder.errors import InputTypeError
+    from ocml.encoder.errors import InputTypeError
 
     enc = encs["harmony"]
     with pytest.raises(InputTypeError) as info:

@@ -16,12 +16,12 @@ import random
 import numpy as np
 import pytest
 
-import encoder
-import encoder.stream.batch as batch_mod
-from encoder.errors import ParseError
-from encoder.events import Error, Stop
-from encoder.stream.batch import BatchDecoder, BatchParseError, batch_decoder
-from encoder.stream.decoder import StreamDecoder
+from ocml import encoder
+import ocml.encoder.stream.batch as batch_mod
+from ocml.encoder.errors import ParseError
+from ocml.encoder.events import Error, Stop
+from ocml.encoder.stream.batch import BatchDecoder, BatchParseError, batch_decoder
+from ocml.encoder.stream.decoder import StreamDecoder
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402

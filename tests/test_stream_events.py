@@ -1,4 +1,4 @@
-"""OpenChatML 2.2 §9 streaming events (``encoder.stream.transport``) and ``cancel()``.
+"""OpenChatML 2.2 §9 streaming events (``ocml.encoder.stream.transport``) and ``cancel()``.
 
 What is sent (visible slices only), paragraph flushes, ``response.cancel`` with the open
 message marked truncated, ``tool.cancel {call_id, reason}`` for calls that never got
@@ -12,9 +12,9 @@ import random
 
 import pytest
 
-from encoder.events import Error, MessageEnd, Stop
-from encoder.stream.batch import BatchDecoder
-from encoder.stream.transport import (DeltaFlush, ResponseCancel, ResponseDelta, ResponseDone, ResponseError,
+from ocml.encoder.events import Error, MessageEnd, Stop
+from ocml.encoder.stream.batch import BatchDecoder
+from ocml.encoder.stream.transport import (DeltaFlush, ResponseCancel, ResponseDelta, ResponseDone, ResponseError,
                                       ToolCancel, Transport, merge_deltas)
 
 hypothesis = pytest.importorskip("hypothesis")

@@ -14,9 +14,9 @@ import random
 import numpy as np
 import pytest
 
-import encoder
-from encoder.events import Delta, Error, MessageEnd, Stop
-from encoder.stream.scanner import Scanner, coalesce
+from ocml import encoder
+from ocml.encoder.events import Delta, Error, MessageEnd, Stop
+from ocml.encoder.stream.scanner import Scanner, coalesce
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
@@ -196,7 +196,7 @@ def test_lean_path_input_types_and_bad_ids(encs, mode):
 def test_scanner_single_id_paths(encs):
     """The scanner's own single-id branches (fast_text, split characters) equal its general loop."""
     enc = encs["ocml-text"]
-    from encoder.stream.decoder import tables_for
+    from ocml.encoder.stream.decoder import tables_for
 
     tables = tables_for(enc, ("结束",))
     text = "a🙂b 结束 <|end|> é<<|start|>日本語 👨‍👩‍👧 <"
@@ -235,7 +235,7 @@ def _complete(b: bytes) -> bool:
 
 
 def test_token_text_is_shared_between_profiles(encs):
-    from encoder.stream.decoder import tables_for
+    from ocml.encoder.stream.decoder import tables_for
 
     enc = encs["ocml-text"]
     a, b = tables_for(enc, ()), tables_for(enc, ("zzz-only-here",))
@@ -351,7 +351,7 @@ def test_status(encs, mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_strict_stop_id_mid_message_raises(encs, mode):
-    from encoder.errors import ParseError
+    from ocml.encoder.errors import ParseError
 
     enc = encs[mode]
     eot = enc.tokenizer.control_id("<|endoftext|>")

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-import encoder
+from ocml import encoder
 
 N = 250_000
 STEPS = (1, 1, 2, 3, 5, 8, 16, 64)  # chunk sizes, cycled: single ids and multi-token steps

@@ -16,7 +16,7 @@ import random
 import pytest
 
 import agreement as A
-from encoder.events import Delta, Error, MessageEnd, Stop
+from ocml.encoder.events import Delta, Error, MessageEnd, Stop
 
 CASES_PER_KEY = 300
 

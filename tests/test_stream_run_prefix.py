@@ -12,7 +12,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from encoder.stream.scanner import Control, InvalidId, Scanner, ScannerTables, Special, Text, coalesce
+from ocml.encoder.stream.scanner import Control, InvalidId, Scanner, ScannerTables, Special, Text, coalesce
 
 RP = "\u2581".encode()  # 3 bytes
 TOKENS: list[bytes] = [

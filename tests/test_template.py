@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-import encoder
-from encoder.errors import OcmlError, UnknownNameError, UnrepresentableError
-from encoder.template import chat_template
+from ocml import encoder
+from ocml.encoder.errors import OcmlError, UnknownNameError, UnrepresentableError
+from ocml.encoder.template import chat_template
 from test_template_parity import FORMATS, cases, hf_call, rendered, stack
 
 transformers = pytest.importorskip("transformers")
@@ -385,9 +385,9 @@ def test_fallback_mode_has_no_template():
 
 
 def test_every_renderable_format_has_a_template_and_others_say_so():
-    from encoder.formats import RENDERABLE
-    from encoder.formats.apertus import Apertus
-    from encoder.template.profiles import PROFILES, profile_for
+    from ocml.encoder.formats import RENDERABLE
+    from ocml.encoder.formats.apertus import Apertus
+    from ocml.encoder.template.profiles import PROFILES, profile_for
 
     assert set(PROFILES) == set(RENDERABLE) == set(FORMATS)
 
@@ -404,7 +404,7 @@ def test_every_renderable_format_has_a_template_and_others_say_so():
 # -- save_pretrained and the CLI -----------------------------------------------------------
 
 def _run_cli(argv: list[str]) -> int:
-    from encoder.template.cli import add_parser
+    from ocml.encoder.template.cli import add_parser
 
     parser = argparse.ArgumentParser(prog="ocml")
     add_parser(parser.add_subparsers(dest="cmd", required=True))
@@ -453,8 +453,8 @@ def test_save_pretrained_folder_loads_offline_and_stops_where_it_should(tmp_path
         assert prompt == enc.render(conv, mode="prompt").ids.tolist()
 
     # the saved folder read back as an HF-backed ocml tokenizer exports the same templates
-    import vocab
-    from encoder.template.save import hf_tokenizer
+    from ocml import vocab
+    from ocml.encoder.template.save import hf_tokenizer
 
     again = encoder.Encoder("harmony", tokenizer=vocab.from_hf(str(tmp_path), register="harmony"))
     assert again.chat_template(training=True) == enc.chat_template(training=True)
@@ -465,7 +465,7 @@ def test_save_pretrained_folder_loads_offline_and_stops_where_it_should(tmp_path
 
 
 def test_special_roles_of_apertus():
-    from encoder.template.save import special_roles
+    from ocml.encoder.template.save import special_roles
 
     enc = encoder.Encoder("apertus")
     assert special_roles(enc) == {"eos_token": "<|assistant_end|>", "pad_token": "<|endoftext|>"}
@@ -474,7 +474,7 @@ def test_special_roles_of_apertus():
 
 @pytest.mark.parametrize("fmt", ["openchatml-2.2", "openchatml-2.0"])
 def test_special_roles_of_openchatml(fmt):
-    from encoder.template.save import special_roles
+    from ocml.encoder.template.save import special_roles
 
     enc = encoder.Encoder(fmt)
     assert special_roles(enc) == {"eos_token": "<|return|>", "pad_token": "<|endoftext|>"}

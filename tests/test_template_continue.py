@@ -17,9 +17,9 @@ import random
 
 import pytest
 
-import encoder
-import vocab
-from encoder.errors import InputError
+from ocml import encoder
+from ocml import vocab
+from ocml.encoder.errors import InputError
 
 from test_template_parity import FORMATS, _explain, cases, hf_call, stack
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-import encoder
-from encoder.errors import BodyConstraintError, CallSchemaError
+from ocml import encoder
+from ocml.encoder.errors import BodyConstraintError, CallSchemaError
 
 pytest.importorskip("transformers")
 
@@ -52,7 +52,7 @@ def test_fallback_mode_cannot_be_matched_by_a_template():
     enc = encoder.Encoder("openchatml-2.2", tokenizer="o200k_base")
     e = enc.tokenizer.encode_text
     assert e("Hi.<|end|>") != e("Hi.") + e("<|end|>")  # '.<' is one token
-    from encoder.errors import UnrepresentableError
+    from ocml.encoder.errors import UnrepresentableError
 
     with pytest.raises(UnrepresentableError):
         enc.chat_template()

@@ -244,8 +244,8 @@ def hf_call(hf: Any, conv: dict[str, Any], **kw: Any) -> dict[str, Any]:
 def stack(fmt: str) -> tuple[Any, Any]:
     """(Encoder, HF tokenizer with its templates) of ``fmt``, built once per test process
     (a conversion costs seconds); other encoders' templates are passed as ``chat_template=``."""
-    import encoder
-    from encoder.template.save import hf_tokenizer
+    from ocml import encoder
+    from ocml.encoder.template.save import hf_tokenizer
 
     enc = encoder.Encoder(fmt)
     return enc, hf_tokenizer(enc)
@@ -266,7 +266,7 @@ def _explain(enc: Any, got: list[int], want: list[int]) -> str:
 def rendered(enc: Any, conversations: list[dict[str, Any]], mode: str) -> list[tuple[int, dict[str, Any], Any]]:
     """(index, conversation, render result) for the conversations ``enc`` accepts (templates do
     not validate: OpenChatML 2.2 rejects a tool reply without the call_id of its call)."""
-    from encoder.errors import OcmlError
+    from ocml.encoder.errors import OcmlError
 
     out = []
     for k, conv in enumerate(conversations):

@@ -3,7 +3,7 @@
 * Round trip, every format (Harmony, OpenChatML 2.2 with ids and spelled as text, 2.0):
   a completion of the usual shapes, projected and rendered back after the prompt with
   ``render(..., mode="train")``, gives the completion's ids.  These read the message back
-  through ``encoder.adapters``' OpenAI mapping (content -> ``final``, reasoning_content ->
+  through ``ocml.encoder.adapters``' OpenAI mapping (content -> ``final``, reasoning_content ->
   ``analysis``, tool calls -> ``commentary`` to ``functions.NAME`` with ``<|constrain|>json``):
   ``test_round_trip_*`` depend on it.
 * Finish reasons, tool call ids (format's ``call_id`` or deterministic), function names,
@@ -19,9 +19,9 @@ import re
 
 import pytest
 
-import encoder
-from encoder.errors import UnrepresentableError
-from encoder.openai_message import ChatChoice, tool_call_ids
+from ocml import encoder
+from ocml.encoder.errors import UnrepresentableError
+from ocml.encoder.openai_message import ChatChoice, tool_call_ids
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import vocab
-from vocab.errors import OcmlError, UnknownNameError, VocabError
+from ocml import vocab
+from ocml.vocab.errors import OcmlError, UnknownNameError, VocabError
 
 HARMONY_IDS = {"<|startoftext|>": 199998, "<|endoftext|>": 199999, "<|return|>": 200002, "<|constrain|>": 200003,
                "<|channel|>": 200005, "<|start|>": 200006, "<|end|>": 200007, "<|message|>": 200008, "<|call|>": 200012}
@@ -72,7 +72,7 @@ def test_harmony_clash_is_an_error():
 
 
 def test_hash_mismatch_names_file_and_hashes(tmp_path, monkeypatch):
-    from vocab import base
+    from ocml.vocab import base
 
     bad = tmp_path / "o200k_base.tiktoken"
     bad.write_bytes(b"aGVsbG8= 0\n")
@@ -166,7 +166,7 @@ def tiny_tiktoken(tmp_path, monkeypatch):
     import base64
     from collections import OrderedDict
 
-    from vocab import tiktoken_backend
+    from ocml.vocab import tiktoken_backend
 
     pytest.importorskip("transformers")
     monkeypatch.setenv("OCML_CACHE_DIR", str(tmp_path / "cache"))
@@ -177,7 +177,7 @@ def tiny_tiktoken(tmp_path, monkeypatch):
 
 
 def test_to_hf_converts_once_and_hands_out_independent_objects(tiny_tiktoken, monkeypatch):
-    from vocab import hf_convert, tiktoken_backend
+    from ocml.vocab import hf_convert, tiktoken_backend
 
     builds = []
     real = hf_convert.build_hf_tokenizer

@@ -1,6 +1,6 @@
 """ocml vocabularies: control-token tables and tokenizer backends.
 
-    import vocab
+    from ocml import vocab
     tok = vocab.load("o200k_harmony")          # Harmony tokens at the gpt-oss ids
     tok = vocab.load("cl100k_base", register="openchatml-2.2")
     tok = vocab.from_hf("path/to/tokenizer_dir", register="openchatml-2.2")

@@ -2,7 +2,7 @@
 
 Every error carries a ``code`` (OpenChatML codes where one fits, ``E-...``), an
 optional location (message ``index``, ``field``, token ``position``) and a
-``hint`` saying what to do.  ``encoder.errors`` re-exports these names; the
+``hint`` saying what to do.  ``ocml.encoder.errors`` re-exports these names; the
 hierarchy lives here because ``vocab`` is the lowest layer and must not import
 ``encoder``.
 """

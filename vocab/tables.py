@@ -84,7 +84,7 @@ def canonical_formats(names: str | Sequence[str] | None, field: str = "register"
 @lru_cache(maxsize=None)
 def control_table(format_name: str) -> ControlTable:
     name = canonical_format(format_name)
-    raw = json.loads(resources.files("vocab").joinpath("data", "tokens", f"{name}.json").read_text("utf-8"))
+    raw = json.loads(resources.files(__package__).joinpath("data", "tokens", f"{name}.json").read_text("utf-8"))
     reserved = raw.get("reserved")
     stops = {mode: tuple(names) for mode, names in raw.get("stops", {}).items()}
     stray = {n for names in stops.values() for n in names} - set(raw["controls"])

@@ -9,7 +9,7 @@ assistant ``content`` is the ``final`` channel, ``reasoning_content`` / ``thinki
 Every key the OpenAI and HF chat formats define for a message is either rendered or a
 typed error (never dropped while it carries text):
 
-- ``content``: a string or a list of parts (``encoder.adapters.content``).  Missing or
+- ``content``: a string or a list of parts (``ocml.encoder.adapters.content``).  Missing or
   null content on a message with nothing else to say (no tool calls, refusal or
   reasoning) is ``E-INPUT-CONTENT-MISSING``; an explicit ``""`` is an empty message.
 - ``refusal``: what the assistant said, rendered as its visible answer (``content`` and

@@ -17,7 +17,7 @@ from .values import decoded
 
 def to_conversation(obj: Any, style: ChatStyle = DEFAULT_STYLE, shape: Shape = "auto") -> Conversation:
     """Read ``obj`` as a conversation.  ``shape``: ``"auto"`` decides per conversation
-    (``encoder.adapters.shape``); ``"chat"`` / ``"native"`` force a reading — use ``"native"``
+    (``ocml.encoder.adapters.shape``); ``"chat"`` / ``"native"`` force a reading — use ``"native"``
     when you render prefixes of conversations written in a format's own terms (a prefix such
     as ``[system, user]`` carries no sign of it and would otherwise read as chat data)."""
     if isinstance(obj, Conversation):

@@ -2,7 +2,7 @@
 
 The entry point for new input shapes: ``to_conversation`` asks ``reading`` once per
 conversation.  Record-level shapes (prompt / completion, Alpaca, plain text, preference
-pairs) are turned into messages before this point (``encoder.pipeline.records``); a new
+pairs) are turned into messages before this point (``ocml.encoder.pipeline.records``); a new
 *message*-level sign of a native conversation goes in ``is_native``.
 
 - **native**: some message is already in a format's own terms (a ``channel``,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from vocab import canonical_format
+from ocml.vocab import canonical_format
 
 from ..errors import UnknownNameError
 from .base import Format

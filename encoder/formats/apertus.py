@@ -17,7 +17,7 @@ Generation prompt: ``<|assistant_start|>``.
 Ids: whole-run encoding (``Format.merge_text_runs``): tool brackets and the text around
 them are one run, as the models saw them.  Mask (default): the turn after
 ``<|assistant_start|>`` through ``<|assistant_end|>``, tool outputs excluded (a token that
-straddles an output bracket and the model's text is trained, ``encoder.runs``).
+straddles an output bracket and the model's text is trained, ``ocml.encoder.runs``).
 
 Differences from the reference template, all deliberate:
 - the last turn is closed with ``<|assistant_end|>`` (the template never closes it; the
@@ -171,7 +171,7 @@ class Apertus(Format):
         prompt: tuple[Piece, ...] = ((CTL, STARTS[m.role]),)
         tail: tuple[Piece, ...] = ((CTL, end),) if end else ()
         if isinstance(m.structured, Turn):
-            # raw text pieces, written by the one escape rule as runs (``encoder.grammar.escape``)
+            # raw text pieces, written by the one escape rule as runs (``ocml.encoder.grammar.escape``)
             pieces = turn_pieces(m.structured, _raw, self.validate_bodies)
             for kind, text in pieces:
                 if kind != CTL and not text.isascii():

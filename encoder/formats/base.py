@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from vocab import ControlTable, Tokenizer, control_table
+from ocml.vocab import ControlTable, Tokenizer, control_table
 
 from ..adapters import DEFAULT_STYLE, ChatStyle, to_conversation
 from ..errors import CallSchemaError, HeaderError, UnknownNameError
@@ -39,12 +39,12 @@ class Format:
     #: the control that ends the last assistant ``final`` of a training render, if the format has one
     return_token: ClassVar[str | None] = None
     channels: ClassVar[tuple[str, ...] | None] = ("analysis", "commentary", "final")
-    #: the roles a message may have (the role grammar, ``encoder.grammar.roles``, has the rest)
+    #: the roles a message may have (the role grammar, ``ocml.encoder.grammar.roles``, has the rest)
     roles: ClassVar[tuple[str, ...]] = OPENCHATML_GRAMMAR.roles
-    #: how OpenAI / HF chat dicts map into this format (applied by ``encoder.adapters``)
+    #: how OpenAI / HF chat dicts map into this format (applied by ``ocml.encoder.adapters``)
     chat_style: ClassVar[ChatStyle] = DEFAULT_STYLE
     #: encode each run of text between two registered controls in one call, as the deployed
-    #: template's text was tokenized (``encoder.runs``: segments, the straddling-token rule)
+    #: template's text was tokenized (``ocml.encoder.runs``: segments, the straddling-token rule)
     merge_text_runs: ClassVar[bool] = False
     #: pieces after every message's terminator, never trained (ChatML's ``\n``)
     after_message: ClassVar[tuple[Piece, ...]] = ()
@@ -61,7 +61,7 @@ class Format:
         self._valid_headers: set[tuple[str | None, ...]] = set()
         #: controls with no id in this tokenizer: spelled as text, so every text written must escape them
         self.text_controls: tuple[str, ...] = tuple(c for c in self.table.controls if tokenizer.control_id(c) is None)
-        #: the escape rule for this tokenizer (``encoder.grammar.escape``: its one home)
+        #: the escape rule for this tokenizer (``ocml.encoder.grammar.escape``: its one home)
         self.escaper = Escaper(self.table.controls, self.text_controls)
 
     def init_options(self) -> dict[str, Any]:
@@ -70,12 +70,12 @@ class Format:
 
     # -- conversation level -------------------------------------------------
     def read(self, obj: Any, shape: str = "auto") -> Conversation:
-        """Input -> ``Conversation`` (``encoder.adapters``); a format with input shapes of its own
+        """Input -> ``Conversation`` (``ocml.encoder.adapters``); a format with input shapes of its own
         (Apertus ``blocks``) maps them here first."""
         return to_conversation(obj, self.chat_style, shape)  # type: ignore[arg-type]
 
     def message_flags(self, messages: Sequence[Message], policy: MaskPolicy) -> list[Flags]:
-        """Per message: (prompt, header, body, end) trained? (``encoder.masks``)."""
+        """Per message: (prompt, header, body, end) trained? (``ocml.encoder.masks``)."""
         from ..masks import message_flags
 
         return message_flags(messages, policy)
@@ -120,7 +120,7 @@ class Format:
         bodies = self.validate_bodies
         for i, m in enumerate(conv.messages):
             self.validate_header(m, i)  # one key and one set lookup on the common path: headers repeat
-            if not m.content.isascii():  # the input-encoding policy (``encoder.grammar.text``)
+            if not m.content.isascii():  # the input-encoding policy (``ocml.encoder.grammar.text``)
                 check_text(m.content, index=i, field="content")
             if m.parts is not None:
                 for k, part in enumerate(m.parts):
@@ -145,7 +145,7 @@ class Format:
         self._valid_headers.add(key)
 
     def _check_header(self, m: Message, i: int) -> None:
-        """The header grammar at render (``encoder.grammar.headers``): the role, each value a
+        """The header grammar at render (``ocml.encoder.grammar.headers``): the role, each value a
         single word, and the text this format writes reads back as the same fields."""
         self.check_role(m.role, i)
         for f in HEADER_FIELDS:
@@ -164,7 +164,7 @@ class Format:
             check_round_trip(written, self.written_fields(m), got, i, "name" if m.role == "tool" else "role")
 
     def check_role(self, role: str, i: int | None) -> None:
-        """The role grammar (``encoder.grammar.roles``), the same table the readers use."""
+        """The role grammar (``ocml.encoder.grammar.roles``), the same table the readers use."""
         self.role_grammar.check(role, i, self.name)
 
     @property
@@ -242,7 +242,7 @@ class Format:
             return self.return_token
         return "<|end|>"
 
-    # -- text-mode escaping (the rule: ``encoder.grammar.escape``) ------------------
+    # -- text-mode escaping (the rule: ``ocml.encoder.grammar.escape``) ------------------
     def escape(self, text: str) -> str:
         """Double the ``<`` of every control spelled as text (OpenChatML 2.2 §3)."""
         return self.escaper.escape(text)
@@ -267,7 +267,7 @@ class Format:
         from .harmony_sections import tail_field
 
         at = surrogate_at(text)
-        if at >= 0:  # the input policy (``encoder.grammar.text``), naming the section field
+        if at >= 0:  # the input policy (``ocml.encoder.grammar.text``), naming the section field
             check_value(s, index=None, field="")
             raise encoding_error(text, at, index=None, field="content")
         return self.escaper.text_before(text, end, field=tail_field(s) if self.escaper else "content")

@@ -19,7 +19,7 @@ models saw the template's text.  Mask (default): an assistant frame's content an
 ``<|im_end|>``; the header line ``<|im_start|>assistant[ name=X]\\n`` is the runtime's
 prompt and the ``\\n`` after ``<|im_end|>`` is layout (never trained).  A token that
 straddles the header/content boundary (content starting with ``\\n``) is trained
-(``encoder.runs``).
+(``ocml.encoder.runs``).
 
 OpenAI / HF chat data with tools renders as Qwen2.5's template (the ChatML of deployed
 tool use): the tool list in the system frame (``# Tools`` ... ``<tools>`` one JSON line per
@@ -34,10 +34,10 @@ calls).  Differences from ``trl/chat_templates/qwen2_5.jinja``, all deliberate:
 - ``name=`` is rendered (the spec); Qwen drops names;
 - call arguments given as a JSON string are written as that JSON (Qwen's ``tojson``
   double-encodes strings; dict arguments agree); arguments that are not JSON are
-  ``E-BODY-CONSTRAINT-VIOLATION``, the one rule of every format (``encoder.arguments``);
+  ``E-BODY-CONSTRAINT-VIOLATION``, the one rule of every format (``ocml.encoder.arguments``);
   tools are written in the OpenAI wrapped form ``{"type": "function", "function": {name,
   description, parameters}}`` whatever form they came in (Qwen dumps each as given);
-- reasoning (``analysis``) follows ``reasoning=`` (``encoder.reasoning``): ``error`` (default,
+- reasoning (``analysis``) follows ``reasoning=`` (``ocml.encoder.reasoning``): ``error`` (default,
   ChatML has no channel for it), ``drop``, or ``think`` (Qwen3's ``<think>`` block before the
   answer, in the same frame); the CoT policy picks which reasoning is kept, before frames are built;
 - content is always text: ``<|im_end|>`` inside content never becomes the control
@@ -180,7 +180,7 @@ class ChatML(Format):
         return Conversation(tuple(out), conv.options, chat=conv.chat)
 
     def _reasoning(self, msgs: Sequence[Message], i: int) -> tuple[str | None, int]:
-        """The ``reasoning=`` policy on the analysis message(s) at ``i`` (``encoder.reasoning``):
+        """The ``reasoning=`` policy on the analysis message(s) at ``i`` (``ocml.encoder.reasoning``):
         the reasoning text to write (None: nothing) and the index after them."""
         m = msgs[i]
         if self.reasoning is Reasoning.ERROR:

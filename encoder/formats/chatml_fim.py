@@ -16,7 +16,7 @@ middle with ``<|fim_suffix|>`` (the suffix after it is context the model never p
 from left to right: that layout is for storage and interchange, not inference; its
 prompt form is the spec's task ``<|fim_prefix|>P<|fim_middle|><|fim_suffix|>S``).  In
 ``spm`` / ``sp`` the prefix and the middle are one run of text (encoded together: the
-straddling rule of ``encoder.runs`` decides the token that joins them).
+straddling rule of ``ocml.encoder.runs`` decides the token that joins them).
 
 Multi-file sequences (§6): ``files`` before the document, each
 ``<|file_separator|>PATH\\nCONTENT\\n`` (no path: ``<|file_separator|>\\nCONTENT\\n``, the
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vocab.errors import as_enum, expect
+from ocml.vocab.errors import as_enum, expect
 
 from ..errors import InputError, InputTypeError, ParseError, UnknownNameError
 from ..grammar.text import check_text
@@ -171,7 +171,7 @@ def fim_pieces(fmt: ChatML, *, prefix: Any, suffix: Any, middle: Any = None, ord
 
 def _write(fmt: ChatML, entries: list[tuple[Piece, bool, int]],
            fields: dict[int, str]) -> list[tuple[Piece, bool, int]]:
-    """Each raw text written by the escape rule (``encoder.grammar.escape``) before what follows
+    """Each raw text written by the escape rule (``ocml.encoder.grammar.escape``) before what follows
     it; every text is between two controls, so each is a run of its own."""
     if not fmt.escaper:
         return entries

@@ -157,7 +157,7 @@ def _synthesize(msgs: list[Message], opt: Options, chat: bool = False) -> list[M
 
 def _head(opt: Options, lead: list[str], source: int | None) -> list[Message]:
     """The system (and developer) messages built from ``opt`` and the leading text, each once per
-    content (``encoder.sections``): a shared tool set and system prompt is built and its ids
+    content (``ocml.encoder.sections``): a shared tool set and system prompt is built and its ids
     encoded once; the system header alone (options only) is shared even by conversations that
     each have their own tools.  Keys cost a fraction of encoding (``content_key`` of the tools)."""
     skey = ("harmony-system", opt.model_identity, opt.reasoning_effort, opt.date, opt.knowledge_cutoff,

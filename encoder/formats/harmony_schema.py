@@ -45,7 +45,7 @@ import json
 import math
 from typing import Any
 
-from vocab.errors import InputError
+from ocml.vocab.errors import InputError
 
 __all__ = [
     "json_schema_to_typescript",

@@ -38,9 +38,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from encoder.formats.harmony_schema import json_schema_to_typescript, rust_lines
-from encoder.sections import SECTIONS, content_key
-from vocab.errors import DependencyError, InputError, UnknownNameError
+from ocml.encoder.formats.harmony_schema import json_schema_to_typescript, rust_lines
+from ocml.encoder.sections import SECTIONS, content_key
+from ocml.vocab.errors import DependencyError, InputError, UnknownNameError
 
 __all__ = [
     "DEFAULT_MODEL_IDENTITY",
@@ -497,7 +497,7 @@ def interned_content(kind: Literal["system_content", "developer_content"],
                      item: Mapping[str, Any]) -> SystemContent | DeveloperContent:
     """An openai-harmony ``system_content`` / ``developer_content`` item, read once per content:
     equal items give the same (interned) object, whose ids the renderer then caches
-    (``encoder.sections``).  The key (``content_key``) costs a fraction of reading the item
+    (``ocml.encoder.sections``).  The key (``content_key``) costs a fraction of reading the item
     (deep copies) and encoding its text again."""
     body = {k: v for k, v in item.items() if k != "type"}
     cls = SystemContent if kind == "system_content" else DeveloperContent

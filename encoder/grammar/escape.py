@@ -4,7 +4,7 @@ Where a control has no id in the tokenizer (fallback mode, e.g. ``Encoder("harmo
 tokenizer="o200k_base")``, and every ``to_text`` transcript) it is spelled as text, so text
 that spells a control would read as one.  OpenChatML 2.2 §3: outside a literal block, a
 control written as text is escaped by doubling its leading ``<`` (``<<|start|>`` reads as
-the text ``<|start|>``); the readers undo it (``encoder.parse.TextSplitter``, the stream
+the text ``<|start|>``); the readers undo it (``ocml.encoder.parse.TextSplitter``, the stream
 scanner).  The rule covers *all* text, not only message content: Harmony system/developer
 sections (instructions, tool names, descriptions, TypeScript schemas, enum values, model
 identity, dates), ChatML / Apertus tool blocks, header-adjacent text.

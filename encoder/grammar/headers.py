@@ -5,7 +5,7 @@ A header arrives as text with its inner controls spelled out, e.g.
 ``assistant to=functions.f<|channel|>commentary <|constrain|>json``.  Accepted:
 attributes in any order and in either position (start header or after the channel
 tag, HIP-1), Harmony's ``role:name`` and tool-name-as-role (the role words:
-``encoder.grammar.roles``), Harmony's bare content-type word (``analysis code``),
+``ocml.encoder.grammar.roles``), Harmony's bare content-type word (``analysis code``),
 whitespace around controls.
 
 Render side (``check_header``): every header value is one word (no whitespace, ``<``,

@@ -1,6 +1,6 @@
 """What a record of each shape reads as (before rendering): small frozen dataclasses.
 
-``Messages`` below is a list of message dicts in any shape ``encoder.adapters`` reads;
+``Messages`` below is a list of message dicts in any shape ``ocml.encoder.adapters`` reads;
 ``options`` are the record's conversation options (``tools``, ``reasoning_effort``...).
 """
 

@@ -63,7 +63,7 @@ def _ragged(arrays: list[np.ndarray], dtype: Any) -> tuple[np.ndarray, np.ndarra
 
 @dataclass
 class PairBlock:
-    """Rows ready for the shard writer (``encoder.pipeline.shards``): its ``table()`` is the
+    """Rows ready for the shard writer (``ocml.encoder.pipeline.shards``): its ``table()`` is the
     Parquet table; never packed, never .npy."""
 
     results: list[PairResult]

@@ -1,8 +1,8 @@
 """The record shapes ocml reads, their field names, options and per-shape defaults (data).
 
 A *record* is one dataset row.  Besides conversations (``chat``: a ``messages`` list,
-ShareGPT ``conversations``, a bare message list; read by ``encoder.pipeline.records`` and
-``encoder.adapters``) ocml reads the shapes TRL, LLaMA-Factory and axolotl train from:
+ShareGPT ``conversations``, a bare message list; read by ``ocml.encoder.pipeline.records`` and
+``ocml.encoder.adapters``) ocml reads the shapes TRL, LLaMA-Factory and axolotl train from:
 
 ========================  =================================================  ==============================
 shape                     record                                             trained

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vocab import Tokenizer
+from ocml.vocab import Tokenizer
 
 from ..errors import InputError
 from .common import text_field

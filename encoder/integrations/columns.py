@@ -31,7 +31,7 @@ RENDER_COLUMNS: dict[str, RenderColumn] = {
     "length": RenderColumn(np.int32, None, "tokens per row (a scalar column, as group_by_length reads)"),
 }
 
-#: Packed rows as ``encoder.pipeline.shards.parquet_table`` writes them (TRL's padding-free
+#: Packed rows as ``ocml.encoder.pipeline.shards.parquet_table`` writes them (TRL's padding-free
 #: columns; no padding stored: a row's ``seq_lengths`` sum to its length).
 PACKED_COLUMNS: dict[str, pa.DataType] = {
     "input_ids": pa.list_(pa.int32()),

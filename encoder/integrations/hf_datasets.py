@@ -1,6 +1,6 @@
 """HF ``datasets``: render with ``Dataset.map(batched=True, num_proc=N)``, then pack.
 
-    from encoder.integrations.hf_datasets import render_dataset, pack_dataset
+    from ocml.encoder.integrations.hf_datasets import render_dataset, pack_dataset
     tok = render_dataset(ds, "harmony", num_proc=8)           # input_ids, labels, error_code, error
     ok = tok.filter(lambda e: e is None, input_columns="error_code")
     packed = pack_dataset(ok, seq_len=4096, encoder="harmony")  # TRL's padding-free columns
@@ -21,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from vocab.errors import require
+from ocml.vocab.errors import require
 
 from ..errors import InputError
 from ..pack import Overlong

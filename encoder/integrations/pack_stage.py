@@ -2,9 +2,9 @@
 
 Input: the render stage's table (``input_ids`` plus ``labels`` or ``assistant_masks``;
 ``message_index`` for ``overlong="truncate"``; rows with null ``input_ids`` are failed
-records).  Output: the rows ``ocml pack`` writes to Parquet (``encoder.pipeline.shards``:
+records).  Output: the rows ``ocml pack`` writes to Parquet (``ocml.encoder.pipeline.shards``:
 TRL's padding-free ``input_ids``, ``labels``, ``position_ids``, ``seq_lengths``, no padding
-stored), packed by ``encoder.pack``'s rules.  Documents are numbered by ``id_column`` when
+stored), packed by ``ocml.encoder.pack``'s rules.  Documents are numbered by ``id_column`` when
 given, else by their row number in the stream (``TablePacker``) or batch (``OcmlPack``; the
 dataset row when ``datasets.map`` passes ``with_indices=True``): best-fit ties go to the
 lower number.
@@ -136,7 +136,7 @@ class OcmlPack:
     """Pack each batch of rendered rows on its own (Ray: per block; ``datasets``: per batch).
 
     ``seq_len``, ``pad_id`` / ``encoder`` (an ``Encoder`` or format name: the pad id from its
-    tokenizer / format), ``overlong``: as in ``encoder.pack``.  ``id_column``: an integer column numbering the
+    tokenizer / format), ``overlong``: as in ``ocml.encoder.pack``.  ``id_column``: an integer column numbering the
     documents.  ``pass_errors``: also emit one row per record missing from the packed rows
     (failed render, or dropped as overlong: see ``failure_table``), so one pass can write the
     shards and an error report (``split_failures`` separates them).

@@ -2,7 +2,7 @@
 globally, stream the packed rows to the driver.
 
     import ray, ray.data
-    from encoder.integrations import ray_data as ocml_ray
+    from ocml.encoder.integrations import ray_data as ocml_ray
     ds = ray.data.read_text(paths)                                    # JSON Lines, one record per row
     rendered = ocml_ray.render(ds, "harmony", json_field="text", actors=8)
     stream = ocml_ray.pack(rendered, 4096, encoder="harmony", scope="global")
@@ -23,7 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from vocab.errors import require
+from ocml.vocab.errors import require
 
 from ..errors import InputError
 from ..pack import DEFAULT_WINDOW, Overlong, PackReport

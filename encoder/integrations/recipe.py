@@ -9,8 +9,8 @@ the same order.
 
 ``datasets`` (a global view: every rule)::
 
-    from encoder.integrations import recipe
-    from encoder.pipeline import read_recipe_file, resolve_recipe
+    from ocml.encoder.integrations import recipe
+    from ocml.encoder.pipeline import read_recipe_file, resolve_recipe
     tok = render_dataset(ds, "harmony")                         # + a "source" column naming each row's source
     parts = recipe.split_rendered(tok, validation=0.01, seed=7)  # DatasetDict(train, validation)
     train, seen = recipe.dedup_rendered(parts["train"])
@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from vocab.errors import require
+from ocml.vocab.errors import require
 
 from ..errors import InputError
 from ..pipeline.content import content_keys

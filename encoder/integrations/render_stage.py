@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from vocab.errors import as_strings
+from ocml.vocab.errors import as_strings
 
 from ..encoder import Encoder
 from ..errors import InputError, OcmlError, UnknownNameError
@@ -41,7 +41,7 @@ class OcmlRender:
     ``encoder``: an ``Encoder``, or a format name built with ``tokenizer`` and
     ``encoder_options`` (``mask``, ``cot``, ``validate_bodies``...: ``Encoder``'s keywords).
     Renders in ``train`` mode, like ``ocml pack``.  ``messages_field`` / ``tools_field``: the
-    record's columns (see ``encoder.pipeline.records``; null keys in a struct-typed tools
+    record's columns (see ``ocml.encoder.pipeline.records``; null keys in a struct-typed tools
     column are dropped, see ``batches.records``); ``json_field``: a column holding each whole record as JSON
     text instead (``ray.data.read_text`` lines: no Arrow schema is inferred, so records of
     mixed shapes stay exactly as written).  ``outputs``: any of ``input_ids``, ``labels``

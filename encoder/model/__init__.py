@@ -1,7 +1,7 @@
 """A local HF model folder as input: its tokenizer, its chat template, and the ocml format that
 template speaks (detected by comparing ids on probe conversations).
 
-    from encoder.model import detect_format
+    from ocml.encoder.model import detect_format
     det = detect_format("path/to/model")        # FormatDetectionError when nothing matches
     enc = det.encoder()                         # the detected format with the model's tokenizer
 """

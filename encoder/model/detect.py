@@ -200,7 +200,7 @@ def detect_format(model: str | Path | ModelFolder, format: str | None = None, *,
     its first differing token.  ``format="..."``: only that format's candidates are compared;
     a mismatch is a warning in the result, not an error (the user asked for it).
     """
-    from vocab import canonical_format
+    from ocml.vocab import canonical_format
 
     folder = model if isinstance(model, ModelFolder) else ModelFolder.open(model)
     today = today or datetime.date.today().isoformat()

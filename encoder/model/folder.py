@@ -75,14 +75,14 @@ class ModelFolder:
     def tokenizer(self):  # type: ignore[no-untyped-def]
         """The model's own tokenizer as an ocml ``Tokenizer``: its special tokens at its ids."""
         if self._tokenizer is None:
-            import vocab
+            from ocml import vocab
 
             self._tokenizer = vocab.from_hf(self.path)
         return self._tokenizer
 
     def hf(self):  # type: ignore[no-untyped-def]
         if self._hf is None:
-            from vocab.errors import require
+            from ocml.vocab.errors import require
 
             transformers = require("transformers", "hf")
             self._hf = transformers.AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)

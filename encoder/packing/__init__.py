@@ -1,4 +1,4 @@
-"""Sequence packing (the implementation behind ``encoder.pack``).
+"""Sequence packing (the implementation behind ``ocml.encoder.pack``).
 
 ``packed``: result types; ``docs``: inputs -> one ragged document set; ``overlong``:
 drop / truncate / split; ``bfd``: best-fit-decreasing over lengths; ``rows``: segment

@@ -67,7 +67,7 @@ class PackReport:
 
     ``tokens`` counts input tokens of packed documents after truncation (== the non-padding
     tokens of all rows); ``trained_tokens`` the labels that are not -100 (the first token
-    of each document is never trained, see ``encoder.pack``).  Overlong documents are
+    of each document is never trained, see ``ocml.encoder.pack``).  Overlong documents are
     listed by input index in ``dropped`` / ``truncated`` / ``split``; ``skipped`` holds the
     input indices of failed renders (None results) that were passed in.
     """

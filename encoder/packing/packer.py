@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from vocab.errors import as_enum
+from ocml.vocab.errors import as_enum
 
 from ..errors import InputError, InputTypeError
 from .bfd import best_fit_decreasing
@@ -75,7 +75,7 @@ class Packer:
     ``window``: documents per best-fit-decreasing window (None = one global window: rows
     only come out of ``finish()``).  Add documents in input order: rows depend only on the
     documents, their order and the options (never on timing or worker count).
-    ``pad_id`` / ``encoder`` / ``overlong`` / ``pad_to_multiple_of``: as for ``encoder.pack``.
+    ``pad_id`` / ``encoder`` / ``overlong`` / ``pad_to_multiple_of``: as for ``ocml.encoder.pack``.
     """
 
     def __init__(self, seq_len: int, *, pad_id: int | None = None, encoder: Any = None,
@@ -123,7 +123,7 @@ class Packer:
         self._queue(ragged_docs(ids, mask, offsets, index, message_index))
 
     def add_docs(self, docs: Any) -> None:
-        """Queue anything ``encoder.pack`` accepts (a Batch, RenderResults, a ragged dict)."""
+        """Queue anything ``ocml.encoder.pack`` accepts (a Batch, RenderResults, a ragged dict)."""
         from .docs import as_docs
 
         d = as_docs(docs)

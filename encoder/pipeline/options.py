@@ -3,7 +3,7 @@
 One home for every default the pipeline applies, so the README, ``--help`` and the code
 say the same thing:
 
-- ``overlong``: resolved per input *shape* (``encoder.inputs.shapes.OVERLONG_DEFAULT``, the
+- ``overlong``: resolved per input *shape* (``ocml.encoder.inputs.shapes.OVERLONG_DEFAULT``, the
   one table): conversations are truncated after their last whole assistant message that
   fits, plain text is split.
 - ``max_bad_fraction`` 0.05: a run that rejects more than 5% of its records fails (exit 1),
@@ -45,7 +45,7 @@ def resolve_overlong(given: str | Overlong | None, shape: str = "auto") -> Overl
 
 @dataclass(frozen=True)
 class PackOptions:
-    """Everything ``ocml pack`` takes (see ``encoder.cli`` for the user-facing help)."""
+    """Everything ``ocml pack`` takes (see ``ocml.encoder.cli`` for the user-facing help)."""
 
     inputs: tuple[str, ...]
     out: Path
@@ -55,12 +55,12 @@ class PackOptions:
     seq_len: int | None = None
     mask: str = "default"
     cot: str = "default"
-    #: ChatML's reasoning policy (``encoder.reasoning``); None = the format's default, any other format refuses it
+    #: ChatML's reasoning policy (``ocml.encoder.reasoning``); None = the format's default, any other format refuses it
     reasoning: str | None = None
     workers: int = 0                 # 0 = all cores
     messages_field: str = "messages"
     tools_field: str = "tools"
-    overlong: str | None = None      # None = the shape's default (``encoder.inputs.shapes.OVERLONG_DEFAULT``)
+    overlong: str | None = None      # None = the shape's default (``ocml.encoder.inputs.shapes.OVERLONG_DEFAULT``)
     strict: bool = False
     shard_size: int = 8192           # rows per shard (at most: a shard also ends with each epoch)
     pack: bool = True

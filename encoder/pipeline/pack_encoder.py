@@ -1,6 +1,6 @@
 """The encoders a pack run uses: ``--format`` / ``--tokenizer``, or ``--model DIR``, whose
 tokenizer is the model's own and whose format is detected from its chat template
-(``encoder.model.detect_format``) and recorded in the manifest.  Plain runs and recipe runs
+(``ocml.encoder.model.detect_format``) and recorded in the manifest.  Plain runs and recipe runs
 (several sources, each with its own mask / cot / reasoning) build theirs here."""
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ ignored by the formats.  Columns stored as JSON strings (common in Parquet / HF 
   LLaMA-Factory's ``function_call`` / ``observation`` turns and ``tools`` as JSON).
 
 Message-level shapes (OpenAI / HF chat, openai-harmony JSON, canonical, §10) are left to
-``encoder.adapters``: this module only finds the messages and options in a record.
+``ocml.encoder.adapters``: this module only finds the messages and options in a record.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ SHAREGPT_ROLES: dict[str, str] = {
 def conversation_from_record(record: Mapping[str, Any], *, messages_field: str = "messages",
                              tools_field: str = "tools", shape: str = "auto", shape_options: Any = None) -> Any:
     """The conversation in ``record``: ``{"messages": [...], "tools": [...], ...options}``.
-    A record of another shape (prompt/completion, Alpaca, text: ``encoder.inputs``), detected
+    A record of another shape (prompt/completion, Alpaca, text: ``ocml.encoder.inputs``), detected
     or forced by ``shape``, is returned as it is: ``Encoder.render`` reads it.
 
     Raises ``InputError`` naming the field for records that hold no conversation.
@@ -81,7 +81,7 @@ def conversation_from_record(record: Mapping[str, Any], *, messages_field: str =
 
 
 def _other_shape(record: Mapping[str, Any], messages_field: str, shape_options: Any) -> bool:
-    """Is ``record`` one of ``encoder.inputs``' shapes (prompt/completion, Alpaca, text...)?"""
+    """Is ``record`` one of ``ocml.encoder.inputs``' shapes (prompt/completion, Alpaca, text...)?"""
     from ..inputs.detect import detect_shape
     from ..inputs.shapes import ShapeOptions
 

@@ -339,7 +339,7 @@ def final_report(opts: Any, enc: Any, state: Any, inputs: list[dict[str, Any]],
 
 
 def _row_columns(shape: str, pair_columns: str) -> list[str]:
-    """The columns of preference / KTO rows (``encoder.inputs.rows``)."""
+    """The columns of preference / KTO rows (``ocml.encoder.inputs.rows``)."""
     from ..inputs.rows import columns
 
     return columns(shape, pair_columns)

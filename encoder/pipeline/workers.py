@@ -177,7 +177,7 @@ def render_chunk(enc: Any, chunk: Chunk, spec: RenderSpec) -> Rendered:
 
 
 def _render_rows(enc: Any, chunk: Chunk, decoded: list[tuple[int, Any]]) -> Rendered:
-    """A chunk of preference / KTO records -> one row each (``encoder.inputs.rows``)."""
+    """A chunk of preference / KTO records -> one row each (``ocml.encoder.inputs.rows``)."""
     from ..inputs.rows import render_row_chunk
 
     errors = [RecordError.of(chunk.source, loc, rec) for loc, rec in decoded if isinstance(rec, OcmlError)]
@@ -289,7 +289,7 @@ def _context(enc: Any) -> Any:
     if len(blob) <= _PRELOAD_MAX:
         os.environ[PRELOAD_ENV] = base64.b64encode(blob).decode()
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["encoder.pipeline.workers"])
+    ctx.set_forkserver_preload(["ocml.encoder.pipeline.workers"])
     return ctx
 
 

@@ -2,7 +2,7 @@
 
 A serving loop samples one id for every live sequence at each step; ``BatchDecoder``
 turns that ``[B]`` vector into ``B`` event lists, exactly as if each row's ids were fed one
-at a time to its own ``StreamDecoder`` (``encoder.stream.decoder``)::
+at a time to its own ``StreamDecoder`` (``ocml.encoder.stream.decoder``)::
 
     bd = BatchDecoder(enc, 64, role="assistant", stop_strings=["Observation:"])
     while not bd.done.all():

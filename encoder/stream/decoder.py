@@ -1,8 +1,8 @@
 """Incremental decoder: sampled ids in, typed events out.
 
-``StreamDecoder`` puts the byte-level scanner (``encoder.stream.scanner``: ids ->
+``StreamDecoder`` puts the byte-level scanner (``ocml.encoder.stream.scanner``: ids ->
 atoms, controls recognised as registered ids *or* as text, minimal holdback,
-incremental UTF-8) in front of the shared ``FrameMachine`` (``encoder.frames``), so
+incremental UTF-8) in front of the shared ``FrameMachine`` (``ocml.encoder.frames``), so
 a stream is read exactly like ``Encoder.parse`` reads the same ids::
 
     dec = enc.decoder(role="assistant")       # after a "<|start|>assistant" prefill
@@ -14,16 +14,16 @@ a stream is read exactly like ``Encoder.parse`` reads the same ids::
     choice = dec.to_openai()                   # the OpenAI Chat Completions message + finish_reason
 
 For the OpenChatML 2.2 §9 wire events (``response.delta`` ...) wrap the decoder in
-``encoder.stream.transport.Transport``.
+``ocml.encoder.stream.transport.Transport``.
 
-Events (``encoder.events``)
+Events (``ocml.encoder.events``)
 ---------------------------
 ``MessageStart`` when a header is complete (``<|message|>``); ``Delta(text, channel,
 visible)`` for content (``visible`` per ``frames.visible``: ``final`` or no channel,
 and ``commentary`` with ``intent=preamble``); ``MessageEnd(message, reason)`` with
 reason ``end`` | ``return`` | ``call`` | ``truncated``; ``Stop(reason, token, position,
 trailing)``; ``Error(code, message, position, text)`` (``text``: input left out of
-every message, see ``encoder.frames``).
+every message, see ``ocml.encoder.frames``).
 
 Semantics
 ---------
@@ -35,7 +35,7 @@ Semantics
 * **Run prefix**: with a tokenizer that puts ``Tokenizer.run_prefix`` before every text run
   (SentencePiece ``\u2581``), the prefix is dropped at the start of the stream and after
   every control / special / invalid id, exactly where ``Encoder.parse`` drops it (the
-  scanner does it, see ``encoder.stream.scanner`` "Run prefix"): no content starts with
+  scanner does it, see ``ocml.encoder.stream.scanner`` "Run prefix"): no content starts with
   the tokenizer's space.
 * **Stops**: ``<|return|>`` and ``<|call|>`` (as ids, or as text in fallback mode) are
   the sampler stop tokens: after them the decoder emits ``Stop(reason="return"|"call")``
@@ -64,7 +64,7 @@ Semantics
   are not processed (the caller trims them); later ``feed`` calls return nothing until
   ``reset()``.
 * **Errors**: lenient by default (``Error`` events; the frame machine resynchronises
-  at the next ``<|start|>``); ``strict=True`` raises ``encoder.errors.ParseError``
+  at the next ``<|start|>``); ``strict=True`` raises ``ocml.encoder.errors.ParseError``
   (``HeaderError`` for a malformed header, as ``Encoder.parse(strict=True)`` does);
   call ``reset()`` before reusing a decoder that raised.
   ``finish()`` without a stop inside a message gives ``E-STREAM-TRUNCATED`` and a
@@ -116,7 +116,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from vocab.errors import as_ints, as_strings
+from ocml.vocab.errors import as_ints, as_strings
 
 from ..errors import InputError, InputTypeError, ParseError
 from ..events import Delta, Error, Event, MessageEnd, MessageStart, Stop
@@ -384,7 +384,7 @@ class StreamDecoder:
         Engines that strip the stop token (vLLM...) say why they stopped: ``stop_reason`` (the
         matched stop id or string) or ``eos=True`` (their end-of-sequence token): a stripped
         ``<|return|>`` / ``<|call|>`` is read as if it had been streamed (``Stop``, a complete
-        message, ``finish_reason`` ``stop`` / ``tool_calls``); see ``encoder.stops.engine_stop``.
+        message, ``finish_reason`` ``stop`` / ``tool_calls``); see ``ocml.encoder.stops.engine_stop``.
         """
         if self._done:
             return []

@@ -32,7 +32,7 @@ Mapping (decoder event -> §9 event):
   before its ``<|call|>`` - -> ``ToolCancel(call_id, reason)`` (``reason``: the cancel
   reason, ``truncated`` or ``unterminated``): the runtime must not run it.  ``call_id``
   is the header's ``call_id``, else the id ``to_openai`` gives that call
-  (``encoder.openai_message.tool_call_ids``, with this transport's ``call_id_seed``).
+  (``ocml.encoder.openai_message.tool_call_ids``, with this transport's ``call_id_seed``).
 * The stream ends (``finish()``, or a stop id) without ``<|return|>`` / ``<|call|>`` (the
   format's stop controls) -> ``ResponseError("E-STREAM-TRUNCATED", message)`` (§14), last.
 

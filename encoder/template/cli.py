@@ -22,7 +22,7 @@ def _cmd_template(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``template`` to an ``argparse`` subparsers object (``encoder.cli`` wires it)."""
+    """Add ``template`` to an ``argparse`` subparsers object (``ocml.encoder.cli`` wires it)."""
     p = subparsers.add_parser(
         "template",
         help="print the HF chat template of a format, or write a folder AutoTokenizer loads (--out)",

@@ -16,7 +16,7 @@ How each format is expressed:
   recipient other than ``all``: ``function.name`` is the recipient without ``functions.``,
   ``function.arguments`` the body verbatim), ``content`` (``final``, no channel, or a
   ``commentary`` preamble; several joined with ``"\\n"``) or ``reasoning_content`` (the
-  rest; joined with ``"\\n"``) - ``encoder.openai_message.kind``'s rule.  A message ends at
+  rest; joined with ``"\\n"``) - ``ocml.encoder.openai_message.kind``'s rule.  A message ends at
   ``<|end|>``, ``<|return|>``, ``<|call|>`` or the next ``<|start|>``; text between messages
   and messages of other roles go nowhere, as in ``to_openai``.
 * ChatML: the content is the text before ``<|im_end|>``, verbatim (``to_openai`` does not

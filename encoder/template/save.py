@@ -6,7 +6,7 @@ named templates in ``tokenizer_config.json`` (``default``: the inference templat
 ``training``: ``apply_chat_template(..., chat_template="training")`` picks it; see
 ``portable_config`` for why not transformers 5's ``chat_template.jinja`` files), ``eos_token`` = the format's first stop token (the answer's end, ``<|return|>``),
 ``pad_token`` = ``<|endoftext|>`` where the vocabulary has it, ``chat_control_tokens`` (so
-``sanitize_control_tokens=True`` knows them), ``response_template`` (``encoder.template.response``:
+``sanitize_control_tokens=True`` knows them), ``response_template`` (``ocml.encoder.template.response``:
 ``tokenizer.parse_response(ids, prefix=prompt)`` gives ``to_openai``'s message, transformers
 >= 5.13), and ``generation_config.json`` whose
 ``eos_token_id`` lists every stop id, so ``generate`` stops at the end of an answer *and*
@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vocab.errors import DependencyError
+from ocml.vocab.errors import DependencyError
 
 from ..errors import UnrepresentableError
 from ..stops import stop_tokens

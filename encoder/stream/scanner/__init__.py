@@ -1,6 +1,6 @@
 """Incremental token scanner: token ids in, *atoms* out.
 
-This is the lowest layer of the stream decoder (``encoder.stream``).  It turns
+This is the lowest layer of the stream decoder (``ocml.encoder.stream``).  It turns
 a stream of token ids into a stream of atoms, recognising control tokens both
 as single registered ids and as ASCII text spread over ordinary tokens
 (OpenChatML 2.2 §3 portability clause), user stop strings, escapes and literal

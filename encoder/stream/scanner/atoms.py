@@ -1,4 +1,4 @@
-"""Scanner atoms: what the byte scanner emits (see ``encoder.stream.scanner``)."""
+"""Scanner atoms: what the byte scanner emits (see ``ocml.encoder.stream.scanner``)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,12 @@
+"""Package layout: the repository keeps the design card's top-level folders (``encoder/``,
+``vocab/``) and installs them under the one import name ``ocml`` (``ocml.encoder``,
+``ocml.vocab``).  The package list is derived from the folders, so a new subpackage needs no
+edit here.  Everything else is in pyproject.toml."""
+
+from setuptools import find_packages, setup
+
+SUBPACKAGES = ("encoder", "vocab")
+packages = ["ocml"] + [f"ocml.{name}" for name in find_packages(include=[f"{p}*" for p in SUBPACKAGES])]
+package_dir = {"ocml": "ocml", **{f"ocml.{p}": p for p in SUBPACKAGES}}
+
+setup(packages=packages, package_dir=package_dir)
