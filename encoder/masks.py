@@ -14,6 +14,10 @@ from dataclasses import dataclass
 from .errors import UnknownNameError
 from .messages import Message
 
+#: The label of a token that is not trained (HF / PyTorch ``CrossEntropyLoss`` ``ignore_index``):
+#: render's ``labels``, packed rows, shards and preference rows all use this one constant.
+IGNORE = -100
+
 
 @dataclass(frozen=True, slots=True)
 class MaskPolicy:

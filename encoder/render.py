@@ -20,7 +20,7 @@ from ocml.vocab import Tokenizer
 
 from .errors import OcmlError
 from .formats.base import Format, PlanContext
-from .masks import Flags
+from .masks import IGNORE, Flags
 from .messages import Conversation
 from .pieces import CTL, OFF, TXT, Piece
 from .runs import expand_runs, merge_runs
@@ -75,7 +75,7 @@ class RenderResult:
     @property
     def labels(self) -> np.ndarray:
         """HF-style labels: ids where trained, -100 elsewhere."""
-        return np.where(self.mask, self.ids, -100).astype(np.int64)
+        return np.where(self.mask, self.ids, IGNORE).astype(np.int64)
 
     def spans(self) -> list[tuple[int, int]]:
         """Trained [start, end) token spans."""
@@ -346,11 +346,3 @@ class Renderer:
             a = b
         return out
 
-
-def describe(tokenizer: Tokenizer, result: RenderResult) -> list[dict[str, Any]]:
-    """Token-by-token view (for the CLI and debugging)."""
-    rows = []
-    for k, (i, m, mi) in enumerate(zip(result.ids.tolist(), result.mask.tolist(), result.message_index.tolist())):
-        rows.append({"pos": k, "id": i, "text": tokenizer.token_bytes(i).decode("utf-8", "replace"),
-                     "train": m, "message": mi})
-    return rows

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError, OcmlError
+from ..masks import IGNORE
 from .pairs import PairResult, render_pairs
 
-IGNORE = -100
 DPO_COLUMNS = ("prompt_ids", "chosen_ids", "rejected_ids", "chosen_mask", "rejected_mask")
 KTO_COLUMNS = ("prompt_ids", "completion_ids", "label", "completion_mask")
 ORPO_COLUMNS = ("prompt_input_ids", "prompt_attention_mask", "chosen_input_ids", "chosen_attention_mask",

@@ -26,6 +26,7 @@ import pyarrow as pa
 from ocml.vocab.errors import require
 
 from ..errors import InputError
+from ..masks import IGNORE
 from ..pack import DEFAULT_WINDOW, Overlong, PackReport
 from .hf_datasets import DEFAULT_BATCH_SIZE
 from .pack_stage import Failure, OcmlPack, TablePacker, split_failures
@@ -129,7 +130,7 @@ def _count(report: PackReport, rows: pa.Table) -> None:
     report.padding_tokens += rows.num_rows * report.seq_len - tokens
     report.segments += int(pc.sum(pc.list_value_length(rows.column("seq_lengths"))).as_py() or 0)
     labels = pc.list_flatten(rows.column("labels"))
-    report.trained_tokens += int(pc.sum(pc.cast(pc.not_equal(labels, -100), pa.int64())).as_py() or 0)
+    report.trained_tokens += int(pc.sum(pc.cast(pc.not_equal(labels, IGNORE), pa.int64())).as_py() or 0)
 
 
 def pack(rendered: Any, seq_len: int, **options: Any) -> PackedStream:

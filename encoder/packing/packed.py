@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError, InputIndexError
+from ..masks import IGNORE as IGNORE  # re-exported: the label of untrained tokens (one home: encoder.masks)
 
 PAD_DOC = -1  # segment_doc of a padding segment
-IGNORE = -100  # label of untrained tokens (HF / PyTorch CrossEntropyLoss ignore_index)
 
 
 class Overlong(str, Enum):

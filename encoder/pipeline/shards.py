@@ -44,10 +44,10 @@ from typing import Any
 
 import numpy as np
 
+from ..masks import IGNORE as IGNORE  # re-exported for the pipeline (one home: encoder.masks)
 from ..packing.packed import segment_index
 from .megatron import IDS_KEY, MASK_KEY, IndexedWriter, token_dtype
 
-IGNORE = -100
 PARQUET_DIR = "data"
 NPY_DIR = "npy"
 MEGATRON_DIR = "megatron"

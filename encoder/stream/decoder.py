@@ -133,7 +133,6 @@ if TYPE_CHECKING:
 
 __all__ = ["StreamDecoder", "tables_for"]
 
-STOPPING = {"<|return|>": "return", "<|call|>": "call"}
 
 def ends_inside(stop: str, control: str) -> bool:
     """Can ``stop`` end strictly inside ``control``'s spelling (after its first character,
