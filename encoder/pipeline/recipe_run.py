@@ -45,19 +45,18 @@ from .faults import fault as _fault
 from .gates import BadFractionGate
 from .mix import weighted_take
 from .options import BAD_SAMPLE, ocml_version
-from .options import mask_name as _policy
 from .outdir import prepare
 from ..inputs.split import split_text_seq_len
 from .pack_encoder import encoder_factory
 from .provenance import LOC_BITS, SourceMap
 from .readers import Position, Source, iter_chunks, resolve
 from .recipe import Recipe, dump_recipe, expand_path
-from .report import (OVERLONG, LengthHistogram, errors_section, format_report, manifest_columns, overlong_entries,
-                     shard_dirs, timing_section, trained_summary, untrained_summary, write_json)
+from .report import (OVERLONG, LengthHistogram, errors_section, format_report, manifest_base, overlong_entries,
+                     plot_lengths, shard_dirs, timing_section, trained_summary, untrained_summary, write_json)
 from .resume import PROGRESS, STATE_DIR, fingerprint, input_fingerprint
 from .resume import reopen_log as _reopen
 from .run import WRITE_TOKENS, PackTotals, RunResult
-from .shards import (IGNORE, MEGATRON_DIR, NPY_DIR, PARQUET_DIR, SPLITS, Block, ShardWriter, remove_shards_from,
+from .shards import (IGNORE, SPLITS, Block, ShardWriter, remove_shards_from,
                      shard_name)
 from .shuffle import order_correlation, permutation
 from .split import validation_mask
@@ -606,22 +605,10 @@ class RecipeRun:
             },
         }
         if r.plot:
-            title = f"{tot['documents']:,} documents, {enc.format_name}" + (f", seq_len {r.seq_len:,}" if r.seq_len
-                                                                             else "")
-            hist.plot(out / "lengths.png", r.seq_len, title)
-        names = {o: [n for s in SPLITS for n in splits[s]["shards"]] if o in r.outputs else []
-                 for o in ("parquet", "npy", "megatron")}
+            plot_lengths(hist, out / "lengths.png", r.seq_len, tot["documents"], enc.format_name)
         manifest = {
-            "ocml_version": ocml_version(), "fingerprint": self.fp, "format": enc.format_name,
-            "tokenizer": {"name": enc.tokenizer.name, "vocab_hash": enc.tokenizer.fingerprint,
-                          "n_vocab": enc.tokenizer.n_vocab},
-            "mask": _policy(enc.mask), "cot": enc.cot.value, "packed": r.pack, "seq_len": r.seq_len,
-            "overlong": self.overlong.value if r.pack else None, "pad_id": pack["pad_id"] if pack else None,
-            "columns": manifest_columns(r.pack, r.seq_idx), "pad_to_multiple_of": r.pad_to_multiple_of,
-            "sources": self.smap.manifest(),
-            "shards": {"parquet": [f"{PARQUET_DIR}/{n}.parquet" for n in names["parquet"]],
-                       "npy": [f"{NPY_DIR}/{n}" for n in names["npy"]],
-                       "megatron": [f"{MEGATRON_DIR}/{n}" for n in names["megatron"]]},
+            **manifest_base(self.opts, enc, self.fp, self.smap, pack["pad_id"] if pack else None,
+                            [n for s in SPLITS for n in splits[s]["shards"]]),
             "splits": {s: {"rows": splits[s]["rows"], "documents": splits[s]["documents"],
                            "shards": len(splits[s]["shards"])} for s in SPLITS},
             "shard_size": r.shard_size, "counts": report["counts"], "inputs": self.inputs,

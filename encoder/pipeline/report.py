@@ -245,6 +245,34 @@ def shard_dirs(outputs: Any) -> list[str]:
             if o in outputs]
 
 
+def plot_lengths(hist: LengthHistogram, path: Path, seq_len: int | None, documents: int, format_name: str) -> None:
+    """``lengths.png``: the document-length histogram with ``seq_len`` marked (both drivers)."""
+    title = f"{documents:,} documents, {format_name}" + (f", seq_len {seq_len:,}" if seq_len else "")
+    hist.plot(path, seq_len, title)
+
+
+def manifest_base(opts: Any, enc: Any, fp: str, smap: Any, pad_id: int | None, shards: list[str]) -> dict[str, Any]:
+    """The keys every ``manifest.json`` has, whichever driver wrote it: what was rendered with
+    what, the row layout, the sources, and the shard paths (``shards``: shard names)."""
+    from .options import mask_name, ocml_version
+    from .shards import MEGATRON_DIR, NPY_DIR, PARQUET_DIR
+
+    outs = opts.outputs
+    return {
+        "ocml_version": ocml_version(), "fingerprint": fp, "format": enc.format_name,
+        "tokenizer": {"name": enc.tokenizer.name, "vocab_hash": enc.tokenizer.fingerprint,
+                      "n_vocab": enc.tokenizer.n_vocab},
+        "mask": mask_name(enc.mask), "cot": enc.cot.value, "packed": opts.pack, "seq_len": opts.seq_len,
+        "overlong": opts.overlong_policy.value if opts.pack else None, "pad_id": pad_id,
+        "columns": manifest_columns(opts.pack, opts.seq_idx, opts.shape, opts.pair_columns),
+        "shape": opts.shape, "pad_to_multiple_of": opts.pad_to_multiple_of,
+        "sources": smap.manifest(),
+        "shards": {"parquet": [f"{PARQUET_DIR}/{n}.parquet" for n in shards] if "parquet" in outs else [],
+                   "npy": [f"{NPY_DIR}/{n}" for n in shards] if "npy" in outs else [],
+                   "megatron": [f"{MEGATRON_DIR}/{n}" for n in shards] if "megatron" in outs else []},
+    }
+
+
 def manifest_columns(packed: bool, seq_idx: bool, shape: str = "auto", pair_columns: str = "dpo") -> list[str]:
     """The columns of the rows (Parquet / .npy), as the manifest lists them."""
     if shape in ("preference", "kto"):
@@ -273,9 +301,9 @@ def final_report(opts: Any, enc: Any, state: Any, inputs: list[dict[str, Any]],
     finished run (``state``: ``run._Run``); returns the report."""
     from dataclasses import asdict
 
-    from .options import mask_name, ocml_version
+    from .options import mask_name
     from .resume import PROGRESS, STATE_DIR
-    from .shards import MEGATRON_DIR, NPY_DIR, PARQUET_DIR, shard_name
+    from .shards import shard_name
 
     out = opts.out
     c = state.counters
@@ -305,26 +333,13 @@ def final_report(opts: Any, enc: Any, state: Any, inputs: list[dict[str, Any]],
         # This run's own work: a resumed run counts from the checkpoint it started at.
         "timing": timing_section(seconds, run_records, run_tokens, state.workers, state.resumed_shards),
     }
-    title = f"{c.documents:,} documents, {enc.format_name}" + (f", seq_len {opts.seq_len:,}" if opts.seq_len else "")
     if opts.plot:
         png = out / "lengths.png"
         state.od.claim([png, png.with_name("." + png.name + ".tmp.png")])
-        state.hist.plot(png, opts.seq_len, title)
+        plot_lengths(state.hist, png, opts.seq_len, c.documents, enc.format_name)
     manifest = {
-        "ocml_version": ocml_version(), "fingerprint": state.fp, "format": enc.format_name,
-        "tokenizer": {"name": enc.tokenizer.name, "vocab_hash": enc.tokenizer.fingerprint,
-                      "n_vocab": enc.tokenizer.n_vocab},
-        "mask": mask_name(enc.mask), "cot": enc.cot.value, "packed": opts.pack, "seq_len": opts.seq_len,
-        "overlong": opts.overlong_policy.value if opts.pack else None, "pad_id": pack["pad_id"] if pack else None,
-        "columns": manifest_columns(opts.pack, opts.seq_idx, opts.shape, opts.pair_columns),
-        "shape": opts.shape,
-        "pad_to_multiple_of": opts.pad_to_multiple_of,
-        "sources": state.smap.manifest(),
-        "shards": {"parquet": [f"{PARQUET_DIR}/{shard_name(k)}.parquet" for k in range(n_shards)]
-                   if "parquet" in opts.outputs else [],
-                   "npy": [f"{NPY_DIR}/{shard_name(k)}" for k in range(n_shards)] if "npy" in opts.outputs else [],
-                   "megatron": [f"{MEGATRON_DIR}/{shard_name(k)}" for k in range(n_shards)]
-                   if "megatron" in opts.outputs else []},
+        **manifest_base(opts, enc, state.fp, state.smap, pack["pad_id"] if pack else None,
+                        [shard_name(k) for k in range(n_shards)]),
         "shard_size": opts.shard_size,
         "counts": report["counts"] | ({"trained_labels": pack["trained_tokens"], "fill_rate": pack["fill_rate"]}
                                       if pack else {}),
