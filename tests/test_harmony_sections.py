@@ -25,6 +25,7 @@ import pytest
 
 oh = pytest.importorskip("openai_harmony")
 
+from ocml.encoder.formats import harmony_content as hc  # noqa: E402
 from ocml.encoder.formats import harmony_sections as hs  # noqa: E402
 from ocml.encoder.formats.harmony_schema import (  # noqa: E402
     json_schema_to_typescript,
@@ -106,10 +107,10 @@ def to_json_item(content: Any) -> dict[str, Any]:
 
 def check_system(sc: Any, has_fn: bool = False) -> str:
     expected = harmony_system(sc, has_fn)
-    ours = hs.SystemContent.from_dict(json.loads(sc_json(sc)))
+    ours = hc.SystemContent.from_dict(json.loads(sc_json(sc)))
     assert hs.system_text(ours, has_fn) == expected
     # our to_dict shape is read back identically by us and by openai-harmony
-    assert hs.SystemContent.from_dict(ours.to_dict()) == ours
+    assert hc.SystemContent.from_dict(ours.to_dict()) == ours
     theirs = oh.SystemContent.from_dict({k: v for k, v in ours.to_dict().items() if k != "type"})
     assert harmony_system(theirs, has_fn) == expected
     return expected
@@ -117,11 +118,11 @@ def check_system(sc: Any, has_fn: bool = False) -> str:
 
 def check_developer(dc: Any) -> str:
     expected = harmony_developer(dc)
-    ours = hs.DeveloperContent.from_dict(json.loads(dc_json(dc)))
+    ours = hc.DeveloperContent.from_dict(json.loads(dc_json(dc)))
     assert hs.developer_text(ours) == expected
     # the exact to_json item shape works too (developer defaults are all None)
-    assert hs.developer_text(hs.DeveloperContent.from_dict(to_json_item(dc))) == expected
-    assert hs.DeveloperContent.from_dict(ours.to_dict()) == ours
+    assert hs.developer_text(hc.DeveloperContent.from_dict(to_json_item(dc))) == expected
+    assert hc.DeveloperContent.from_dict(ours.to_dict()) == ours
     theirs = oh.DeveloperContent.from_dict(
         {k: v for k, v in ours.to_dict().items() if k != "type"}
     )
@@ -220,7 +221,7 @@ def test_system_default_text() -> None:
         "# Valid channels: analysis, commentary, final. "
         "Channel must be included for every message."
     )
-    assert hs.system_text(hs.SystemContent()) == text
+    assert hs.system_text(hc.SystemContent()) == text
     assert check_system(_all_none()) == ""
 
 
@@ -233,7 +234,7 @@ def test_system_exact_to_json_item(case: str) -> None:
     sc = SYSTEM_CASES[case]()
     item = to_json_item(sc)
     assert item["type"] == "system_content"
-    assert hs.system_text(hs.SystemContent.from_dict(item)) == harmony_system(sc)
+    assert hs.system_text(hc.SystemContent.from_dict(item)) == harmony_system(sc)
 
 
 def test_to_json_drops_nulls_but_from_dict_restores_defaults() -> None:
@@ -241,8 +242,8 @@ def test_to_json_drops_nulls_but_from_dict_restores_defaults() -> None:
     # for pydantic (and for us), so only explicit nulls mean "omit".
     item = to_json_item(_all_none())
     assert item == {"type": "system_content"}
-    assert hs.SystemContent.from_dict(item) == hs.SystemContent()
-    ours = hs.SystemContent.from_dict(json.loads(sc_json(_all_none())))
+    assert hc.SystemContent.from_dict(item) == hc.SystemContent()
+    ours = hc.SystemContent.from_dict(json.loads(sc_json(_all_none())))
     assert hs.system_text(ours) == ""
     assert ours.to_dict() == {
         "model_identity": None,
@@ -268,9 +269,9 @@ def test_to_json_drops_nulls_but_from_dict_restores_defaults() -> None:
     ],
 )
 def test_reasoning_effort_inputs(value: Any, expected: str | None) -> None:
-    sc = hs.SystemContent.from_dict({"reasoning_effort": value})
+    sc = hc.SystemContent.from_dict({"reasoning_effort": value})
     assert sc.reasoning_effort == expected
-    assert hs.SystemContent(reasoning_effort=value).reasoning_effort == expected
+    assert hc.SystemContent(reasoning_effort=value).reasoning_effort == expected
     if expected is not None:
         assert sc.to_dict()["reasoning_effort"] == expected.capitalize()
         ref = oh.SystemContent.new().with_reasoning_effort(ReasoningEffort(expected.capitalize()))
@@ -581,7 +582,7 @@ def test_developer_content(case: str) -> None:
 )
 def test_has_function_tools(case: str, expected: bool) -> None:
     dc = DEVELOPER_CASES[case]()
-    ours = hs.DeveloperContent.from_dict(json.loads(dc_json(dc)))
+    ours = hc.DeveloperContent.from_dict(json.loads(dc_json(dc)))
     assert ours.has_function_tools is expected
     conv = oh.Conversation.from_messages(
         [
@@ -591,7 +592,7 @@ def test_has_function_tools(case: str, expected: bool) -> None:
     )
     text = ENC.decode_utf8(ENC.render_conversation(conv))
     sys_body = text[len("<|start|>system<|message|>") : text.index("<|end|>")]
-    assert sys_body == hs.system_text(hs.SystemContent(), ours.has_function_tools)
+    assert sys_body == hs.system_text(hc.SystemContent(), ours.has_function_tools)
 
 
 # ---------------------------------------------------------------------------
@@ -601,26 +602,26 @@ def test_has_function_tools(case: str, expected: bool) -> None:
 
 @pytest.mark.parametrize("name", ["browser", "python"])
 def test_builtin_namespace(name: str) -> None:
-    ns = hs.builtin_namespace(name)  # type: ignore[arg-type]
+    ns = hc.builtin_namespace(name)  # type: ignore[arg-type]
     ref = getattr(ToolNamespaceConfig, name)()
     assert ns.to_dict() == ref.model_dump(exclude_none=True)
-    sc = hs.SystemContent(tools={name: ns})
+    sc = hc.SystemContent(tools={name: ns})
     assert hs.system_text(sc) == harmony_system(oh.SystemContent.new().with_tools(ref))
 
 
 def test_builtin_namespace_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(UnknownNameError):
-        hs.builtin_namespace("shell")  # type: ignore[arg-type]
+        hc.builtin_namespace("shell")  # type: ignore[arg-type]
     monkeypatch.setitem(sys.modules, "openai_harmony.openai_harmony", None)
     with pytest.raises(DependencyError) as err:
-        hs.builtin_namespace("python")
+        hc.builtin_namespace("python")
     assert "explicitly" in (err.value.hint or "")
 
 
 def test_tools_section_order() -> None:
-    fns = hs.ToolNamespace("functions", None, (hs.ToolDescription("f", "d", None),))
-    py = hs.ToolNamespace("python", "raw description", ())
-    br = hs.ToolNamespace("browser", "line1\nline2", (hs.ToolDescription("s", "", {}),))
+    fns = hc.ToolNamespace("functions", None, (hc.ToolDescription("f", "d", None),))
+    py = hc.ToolNamespace("python", "raw description", ())
+    br = hc.ToolNamespace("browser", "line1\nline2", (hc.ToolDescription("s", "", {}),))
     text = hs.tools_section({"python": py, "functions": fns, "browser": br})
     assert text.index("## browser") < text.index("## functions") < text.index("## python")
     assert "// line1\n// line2\nnamespace browser {" in text
@@ -629,7 +630,7 @@ def test_tools_section_order() -> None:
 
 
 def test_dict_roundtrip_and_list_tools() -> None:
-    dc = hs.DeveloperContent.from_dict(
+    dc = hc.DeveloperContent.from_dict(
         {
             "instructions": "hi",
             "tools": [
@@ -640,7 +641,7 @@ def test_dict_roundtrip_and_list_tools() -> None:
         }
     )
     assert list(dc.tools or {}) == ["functions", "alpha"]
-    assert hs.DeveloperContent.from_dict(dc.to_dict()) == dc
+    assert hc.DeveloperContent.from_dict(dc.to_dict()) == dc
     assert dc.to_dict()["tools"]["functions"] == {
         "name": "functions",
         "tools": [{"name": "f", "description": "d"}],
@@ -652,42 +653,42 @@ def test_dict_roundtrip_and_list_tools() -> None:
 @pytest.mark.parametrize(
     "build,field",
     [
-        (lambda: hs.SystemContent.from_dict({"reasoning_effort": "extreme"}), "reasoning_effort"),
-        (lambda: hs.SystemContent(reasoning_effort="minimal"), "reasoning_effort"),  # type: ignore[arg-type]
-        (lambda: hs.SystemContent.from_dict({"reasoning_effort": 2}), "reasoning_effort"),
-        (lambda: hs.SystemContent.from_dict({"tools": "functions"}), "tools"),
-        (lambda: hs.DeveloperContent.from_dict({"tools": 5}), "tools"),
+        (lambda: hc.SystemContent.from_dict({"reasoning_effort": "extreme"}), "reasoning_effort"),
+        (lambda: hc.SystemContent(reasoning_effort="minimal"), "reasoning_effort"),  # type: ignore[arg-type]
+        (lambda: hc.SystemContent.from_dict({"reasoning_effort": 2}), "reasoning_effort"),
+        (lambda: hc.SystemContent.from_dict({"tools": "functions"}), "tools"),
+        (lambda: hc.DeveloperContent.from_dict({"tools": 5}), "tools"),
         (
-            lambda: hs.DeveloperContent.from_dict(
+            lambda: hc.DeveloperContent.from_dict(
                 {"tools": {"functions": {"name": "functions", "tools": [{"description": "x"}]}}}
             ),
             "tools.functions.tools[0].name",
         ),
-        (lambda: hs.ToolDescription.from_dict({"description": "x"}), "name"),
-        (lambda: hs.DeveloperContent.from_dict({"tools": [{"tools": []}]}), "tools[0].name"),
+        (lambda: hc.ToolDescription.from_dict({"description": "x"}), "name"),
+        (lambda: hc.DeveloperContent.from_dict({"tools": [{"tools": []}]}), "tools[0].name"),
         (
-            lambda: hs.DeveloperContent.from_dict(
+            lambda: hc.DeveloperContent.from_dict(
                 {"tools": {"functions": {"name": "functions", "tools": {"f": {}}}}}
             ),
             "tools.functions.tools",
         ),
         (
-            lambda: hs.DeveloperContent.from_dict(
+            lambda: hc.DeveloperContent.from_dict(
                 {"tools": {"f": {"tools": [{"name": "f", "parameters": [1]}]}}}
             ),
             "tools.f.tools[0].parameters",
         ),
         (
-            lambda: hs.SystemContent.from_dict({"channel_config": {"valid_channels": "final"}}),
+            lambda: hc.SystemContent.from_dict({"channel_config": {"valid_channels": "final"}}),
             "channel_config.valid_channels",
         ),
         (
-            lambda: hs.SystemContent.from_dict({"channel_config": {"valid_channels": []}}),
+            lambda: hc.SystemContent.from_dict({"channel_config": {"valid_channels": []}}),
             "channel_config.channel_required",
         ),
-        (lambda: hs.SystemContent.from_dict({"model_identity": 3}), "model_identity"),
-        (lambda: hs.SystemContent.from_dict({"type": "developer_content"}), "type"),
-        (lambda: hs.SystemContent.from_dict([]), "content"),
+        (lambda: hc.SystemContent.from_dict({"model_identity": 3}), "model_identity"),
+        (lambda: hc.SystemContent.from_dict({"type": "developer_content"}), "type"),
+        (lambda: hc.SystemContent.from_dict([]), "content"),
     ],
 )
 def test_invalid_input(build: Any, field: str) -> None:
@@ -718,9 +719,9 @@ def test_invalid_input(build: Any, field: str) -> None:
 )
 def test_rust_lines(text: str, lines: list[str]) -> None:
     assert rust_lines(text) == lines
-    ns = hs.ToolNamespace("functions", None, (hs.ToolDescription("f", text, None),))
+    ns = hc.ToolNamespace("functions", None, (hc.ToolDescription("f", text, None),))
     ref = fn_dev(tool("f", None, desc=text))
-    assert hs.developer_text(hs.DeveloperContent(tools={"functions": ns})) == harmony_developer(ref)
+    assert hs.developer_text(hc.DeveloperContent(tools={"functions": ns})) == harmony_developer(ref)
 
 
 @pytest.mark.parametrize(
@@ -888,7 +889,7 @@ _HYP_SETTINGS = settings(
 def test_random_schemas_match_harmony(params: Any, desc: str) -> None:
     dc = fn_dev(tool("f", copy.deepcopy(params), desc=desc))
     expected = harmony_developer(dc)
-    ours = hs.DeveloperContent.from_dict(json.loads(dc_json(dc)))
+    ours = hc.DeveloperContent.from_dict(json.loads(dc_json(dc)))
     assert hs.developer_text(ours) == expected
     # the converter alone, on the untouched Python dict
     ts = json_schema_to_typescript(params)

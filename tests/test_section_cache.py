@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from ocml import encoder
 from ocml.encoder.errors import OcmlError
-from ocml.encoder.formats.harmony_sections import DeveloperContent, ToolDescription, ToolNamespace
+from ocml.encoder.formats.harmony_content import DeveloperContent, ToolDescription, ToolNamespace
 from ocml.encoder.sections import LRU, SECTIONS, SectionIds
 from gen import TOOL_NAMES, schema, text
 from test_openai_input import openai_conversation, to_harmony_objects
@@ -204,9 +204,9 @@ _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow
 @given(_json)
 def test_json_copy_is_a_deep_copy(value: Any) -> None:
     """Tool parameters read from harmony JSON are copied (the caller may mutate theirs): equal, unshared."""
-    from ocml.encoder.formats.harmony_sections import _copy_json
+    from ocml.encoder.formats.json_fields import copy_json
 
-    got = _copy_json(value)
+    got = copy_json(value)
     assert got == copy.deepcopy(value) and type(got) is type(value)
     if isinstance(value, (dict, list)) and value:
         assert got is not value

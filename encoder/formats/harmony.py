@@ -31,15 +31,8 @@ from ..messages import Conversation, Message, Options
 from ..pieces import CTL, TXT, MessagePlan, Piece  # noqa: F401
 from ..sections import SECTIONS, content_key
 from .base import Format, PlanContext
-from .harmony_sections import (
-    DeveloperContent,
-    SystemContent,
-    ToolDescription,
-    ToolNamespace,
-    builtin_namespace,
-    developer_text,
-    system_text,
-)
+from .harmony_content import DeveloperContent, SystemContent, ToolDescription, ToolNamespace, builtin_namespace
+from .harmony_sections import developer_text, system_text
 
 
 class HarmonyFormat(Format):

@@ -23,7 +23,8 @@ from ..messages import Conversation, Message
 from ..pieces import CTL, TXT, MessagePlan, Piece
 from .base import Format, PlanContext, attrs
 from .harmony import _synthesize
-from .harmony_sections import DeveloperContent, SystemContent, developer_text, system_text
+from .harmony_content import DeveloperContent, SystemContent
+from .harmony_sections import developer_text, system_text
 
 
 class OpenChatML22(Format):

@@ -19,7 +19,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UnrepresentableError
-from ..formats.harmony_sections import DEFAULT_KNOWLEDGE_CUTOFF, DEFAULT_MODEL_IDENTITY
+from ..formats.harmony_content import DEFAULT_KNOWLEDGE_CUTOFF, DEFAULT_MODEL_IDENTITY
 from .profiles import profile_for, profile_row
 
 if TYPE_CHECKING:
