@@ -27,11 +27,8 @@ oh = pytest.importorskip("openai_harmony")
 
 from ocml.encoder.formats import harmony_content as hc  # noqa: E402
 from ocml.encoder.formats import harmony_sections as hs  # noqa: E402
-from ocml.encoder.formats.harmony_schema import (  # noqa: E402
-    json_schema_to_typescript,
-    json_value_text,
-    rust_lines,
-)
+from ocml.encoder.formats.harmony_schema import json_schema_to_typescript  # noqa: E402
+from ocml.encoder.formats.rust_text import json_value_text, rust_lines  # noqa: E402
 from ocml.vocab.errors import DependencyError, InputError, UnknownNameError  # noqa: E402
 
 

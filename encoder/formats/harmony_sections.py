@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ocml.encoder.formats.harmony_content import DeveloperContent, SystemContent, ToolNamespace
-from ocml.encoder.formats.harmony_schema import json_schema_to_typescript, rust_lines
+from ocml.encoder.formats.harmony_schema import json_schema_to_typescript
+from ocml.encoder.formats.rust_text import rust_lines
 
 __all__ = [
     "system_text",
