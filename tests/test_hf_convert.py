@@ -27,7 +27,9 @@ tokenizers = pytest.importorskip("tokenizers")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from ocml.vocab import hf_cache  # noqa: E402
 from ocml.vocab import hf_convert as hc  # noqa: E402
+from ocml.vocab.onig_regex import onig_pattern  # noqa: E402
 from ocml.vocab.errors import VocabError  # noqa: E402
 
 ENCODINGS_JSON = Path(__file__).resolve().parents[1] / "vocab" / "data" / "encodings.json"
@@ -409,13 +411,13 @@ def test_bytes_to_unicode() -> None:
     ],
 )
 def test_onig_pattern(pattern: str, expected: str) -> None:
-    assert hc.onig_pattern(pattern) == expected
+    assert onig_pattern(pattern) == expected
 
 
 def test_onig_pattern_official() -> None:
     # o200k has nothing to translate; cl100k has one possessive interval and a $.
-    assert hc.onig_pattern(ENCODINGS["o200k_base"]["pat_str"]) == ENCODINGS["o200k_base"]["pat_str"]
-    cl = hc.onig_pattern(ENCODINGS["cl100k_base"]["pat_str"])
+    assert onig_pattern(ENCODINGS["o200k_base"]["pat_str"]) == ENCODINGS["o200k_base"]["pat_str"]
+    cl = onig_pattern(ENCODINGS["cl100k_base"]["pat_str"])
     assert r"(?>\p{N}{1,3})" in cl and r"\s++\z" in cl and "$" not in cl
 
 
@@ -463,7 +465,7 @@ def test_cache_written_and_used(cache_dir: Path, monkeypatch: pytest.MonkeyPatch
     ranks, specials = tiny_ranks(), {"<|eot|>": 300}
     first = hc.build_hf_tokenizer(ranks, SIMPLE_PAT, specials, cache_key="tiny")
     (path,) = _cache_files(cache_dir)
-    assert hc.cache_dir() == cache_dir
+    assert hf_cache.cache_dir() == cache_dir
 
     def boom(*_: object) -> None:
         raise AssertionError("rebuilt despite a valid cache")

@@ -56,50 +56,39 @@ whole-piece lookup; :func:`build_hf_tokenizer` rules this out (impossible for
 Conversion of o200k takes a couple of seconds; pass ``cache_key`` to keep the
 tokenizer.json under ``$OCML_CACHE_DIR/hf/`` (default ``~/.cache/ocml/hf/``).
 The cache file is written atomically, carries the sha256 of its payload and is
-re-verified on load; anything that does not check out is rebuilt.
+re-verified on load; anything that does not check out is rebuilt (``hf_cache``).
 """
 
 from __future__ import annotations
 
 import codecs
-import hashlib
 import json
-import os
-import pickle
-import re
-import tempfile
 from itertools import repeat
 from operator import add, and_, rshift
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import VocabError, require
+from .hf_cache import cache_digest, cache_path, read_cached, write_cached
+from .onig_regex import onig_pattern
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import tokenizers
     import transformers
 
 __all__ = [
-    "FORMAT_VERSION",
     "MAX_GAPS",
     "UNUSED_TOKEN_TEMPLATE",
     "build_hf_tokenizer",
     "bytes_to_unicode",
-    "cache_dir",
-    "onig_pattern",
     "to_pretrained_fast",
 ]
-
-#: Bump when the produced tokenizer.json changes, so old cache files are ignored.
-FORMAT_VERSION = 1
 
 #: Placeholder content for ids no rank or special token covers.
 UNUSED_TOKEN_TEMPLATE = "<|ocml_unused_{}|>"
 
 #: Refuse id layouts needing more gap fillers than this.
 MAX_GAPS = 1 << 18
-
-_CACHE_MAGIC = "ocml-hf-tokenizer"
 
 
 def bytes_to_unicode() -> dict[int, str]:
@@ -128,137 +117,6 @@ _CHARMAP: str = "".join(_BYTE_ENCODER[b] for b in range(256))
 
 def _byte_level(token: bytes) -> str:
     return codecs.charmap_decode(token, "strict", _CHARMAP)[0]
-
-
-# --------------------------------------------------------------------------
-# Regex translation (fancy-regex / Rust regex -> Oniguruma)
-# --------------------------------------------------------------------------
-
-_INTERVAL = re.compile(r"\{\d+(?:,\d*)?\}")
-
-
-def _atom_start(pattern: str, end: int, atoms: list[tuple[int, int]]) -> int:
-    """Start index of the atom ending at ``end`` (exclusive), from the scan."""
-    for start, stop in reversed(atoms):
-        if stop == end:
-            return start
-    raise VocabError(f"cannot translate pat_str: no atom before index {end}: {pattern!r}")
-
-
-def onig_pattern(pat_str: str) -> str:
-    """Translate a tiktoken (fancy-regex) pattern to Oniguruma, HF's engine.
-
-    Only the constructs whose meaning differs are rewritten:
-
-    * ``X{n,m}+`` (possessive interval) -> ``(?>X{n,m})``; Oniguruma would
-      read it as ``(?:X{n,m})+``.
-    * ``$`` -> ``\\z`` and ``^`` -> ``\\A`` outside classes: without the
-      ``m`` flag Rust's anchors mean start/end of *text*; Oniguruma's mean
-      start/end of *line*.
-
-    ``?+``, ``*+``, ``++``, ``\\p{..}``, ``(?i:..)`` and ``\\s`` mean the same in
-    both engines and are left alone.
-    """
-    out: list[str] = []
-    # (start, stop) of each complete atom emitted into ``out`` (in out-index
-    # space), so a quantifier can find what it applies to.
-    atoms: list[tuple[int, int]] = []
-    group_starts: list[int] = []
-    pos_out = 0
-    i = 0
-    n = len(pat_str)
-
-    def emit(text: str) -> int:
-        nonlocal pos_out
-        out.append(text)
-        start = pos_out
-        pos_out += len(text)
-        return start
-
-    while i < n:
-        ch = pat_str[i]
-        if ch == "\\":
-            # Escape: \p{..} / \P{..} / \x{..} take a braced argument.
-            j = i + 2
-            if j <= n and pat_str[i + 1 : i + 2] in ("p", "P", "x") and pat_str[j : j + 1] == "{":
-                close = pat_str.find("}", j)
-                if close < 0:
-                    raise VocabError(f"cannot translate pat_str: unterminated escape: {pat_str!r}")
-                j = close + 1
-            start = emit(pat_str[i:j])
-            atoms.append((start, pos_out))
-            i = j
-        elif ch == "[":
-            # Character class, possibly nested; copied verbatim ($ and ^ are
-            # literal/negation inside).
-            j = i + 1
-            depth = 1
-            if pat_str[j : j + 1] == "^":
-                j += 1
-            if pat_str[j : j + 1] == "]":
-                j += 1
-            while j < n and depth:
-                c = pat_str[j]
-                if c == "\\":
-                    j += 2
-                    continue
-                if c == "[":
-                    depth += 1
-                elif c == "]":
-                    depth -= 1
-                j += 1
-            if depth:
-                raise VocabError(f"cannot translate pat_str: unterminated class: {pat_str!r}")
-            start = emit(pat_str[i:j])
-            atoms.append((start, pos_out))
-            i = j
-        elif ch == "(":
-            group_starts.append(emit("("))
-            i += 1
-        elif ch == ")":
-            emit(")")
-            if not group_starts:
-                raise VocabError(f"cannot translate pat_str: unbalanced ')': {pat_str!r}")
-            atoms.append((group_starts.pop(), pos_out))
-            i += 1
-        elif ch == "$":
-            emit("\\z")
-            i += 1
-        elif ch == "^":
-            emit("\\A")
-            i += 1
-        elif ch == "{":
-            m = _INTERVAL.match(pat_str, i)
-            if m is None:  # a literal brace
-                start = emit(ch)
-                atoms.append((start, pos_out))
-                i += 1
-                continue
-            interval = m.group(0)
-            after = m.end()
-            if pat_str[after : after + 1] == "+":
-                # Possessive interval: wrap "atom{n,m}" into an atomic group.
-                text = "".join(out)
-                a = _atom_start(text, pos_out, atoms)
-                body = text[a:] + interval
-                out[:] = [text[:a]]
-                pos_out = a
-                start = emit("(?>" + body + ")")
-                # Drop atoms inside the rewritten span; the group is one atom.
-                atoms[:] = [t for t in atoms if t[1] <= a]
-                atoms.append((start, pos_out))
-                i = after + 1
-            else:
-                emit(interval)
-                i = after
-        else:
-            start = emit(ch)
-            if ch not in "|?*+":
-                atoms.append((start, pos_out))
-            i += 1
-    if group_starts:
-        raise VocabError(f"cannot translate pat_str: unbalanced '(': {pat_str!r}")
-    return "".join(out)
 
 
 # --------------------------------------------------------------------------
@@ -363,6 +221,7 @@ def _plan_specials(
     return sorted(by_id.items())
 
 
+# A change to the text this builds bumps ``hf_cache.FORMAT_VERSION`` (old cache files are then ignored).
 def _tokenizer_json(
     ranks: dict[bytes, int], pat_str: str, special_tokens: dict[str, int]
 ) -> tuple[str, list[tuple[int, str]]]:
@@ -512,95 +371,6 @@ def _check_specials_unreachable(tok: "tokenizers.Tokenizer", added: list[tuple[i
 
 
 # --------------------------------------------------------------------------
-# Cache
-# --------------------------------------------------------------------------
-
-
-def cache_dir() -> Path:
-    """``$OCML_CACHE_DIR/hf`` if set, else ``~/.cache/ocml/hf``."""
-    root = os.environ.get("OCML_CACHE_DIR")
-    base = Path(root).expanduser() if root else Path.home() / ".cache" / "ocml"
-    return base / "hf"
-
-
-def _cache_digest(ranks: dict[bytes, int], pat_str: str, special_tokens: dict[str, int]) -> str:
-    # The caller's cache_key names the vocab; the digest also covers what we
-    # are given, so a changed table, pattern or special set never hits an old
-    # file.  pickle of the dict is C-speed (~3 MB for o200k); a differing
-    # insertion order only costs a rebuild, never a wrong hit.
-    h = hashlib.sha256()
-    h.update(f"{_CACHE_MAGIC}/{FORMAT_VERSION}\0{pat_str}\0".encode())
-    h.update(json.dumps(sorted(special_tokens.items()), ensure_ascii=False).encode())
-    h.update(pickle.dumps(ranks, protocol=4))
-    return h.hexdigest()
-
-
-def _cache_path(cache_key: str, digest: str) -> Path:
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", cache_key)[:64] or "tok"
-    return cache_dir() / f"{slug}-{digest[:24]}.ocml-tokenizer"
-
-
-def _read_cache(path: Path, digest: str) -> str | None:
-    """The cached tokenizer.json text, or None if absent or not trustworthy."""
-    try:
-        raw = path.read_bytes()
-    except OSError:
-        return None
-    head, sep, payload = raw.partition(b"\n")
-    if not sep:
-        return None
-    try:
-        meta = json.loads(head)
-    except ValueError:
-        return None
-    if (
-        not isinstance(meta, dict)
-        or meta.get("magic") != _CACHE_MAGIC
-        or meta.get("format") != FORMAT_VERSION
-        or meta.get("key") != digest
-        or meta.get("sha256") != hashlib.sha256(payload).hexdigest()
-    ):
-        return None
-    try:
-        return payload.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def _write_cache(path: Path, digest: str, payload: str) -> None:
-    """Atomically store the tokenizer.json; failures only cost a rebuild later."""
-    data = payload.encode("utf-8")
-    head = json.dumps(
-        {
-            "magic": _CACHE_MAGIC,
-            "format": FORMAT_VERSION,
-            "key": digest,
-            "sha256": hashlib.sha256(data).hexdigest(),
-        }
-    ).encode()
-    tmp: str | None = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(head + b"\n" + data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes it 0600; the cache may be shared
-        # os.replace is atomic: readers see the old file or the whole new one.
-        os.replace(tmp, path)
-        tmp = None
-    except OSError:
-        pass  # read-only home, full disk...: the cache is an optimisation only
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-
-
-# --------------------------------------------------------------------------
 # Public API
 # --------------------------------------------------------------------------
 
@@ -632,9 +402,9 @@ def build_hf_tokenizer(
     digest: str | None = None
     path: Path | None = None
     if cache_key is not None:
-        digest = _cache_digest(ranks, pat_str, special_tokens)
-        path = _cache_path(cache_key, digest)
-        text = _read_cache(path, digest)
+        digest = cache_digest(ranks, pat_str, special_tokens)
+        path = cache_path(cache_key, digest)
+        text = read_cached(path, digest)
         if text is not None:
             try:
                 tok = tk.Tokenizer.from_str(text)
@@ -649,7 +419,7 @@ def build_hf_tokenizer(
         raise VocabError(f"tokenizers rejected the converted vocabulary: {exc}") from exc
     _verify(tok, ranks, added)
     if path is not None and digest is not None:
-        _write_cache(path, digest, text)
+        write_cached(path, digest, text)
     return tok
 
 
