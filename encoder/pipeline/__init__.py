@@ -8,7 +8,8 @@ options, their defaults and checks), ``outdir`` (what ocml may write and delete 
 ``--strict``), ``gates`` (``--max-bad-fraction``), ``untrained`` (documents with nothing to
 train), ``provenance`` (the source and record of every document), ``faults`` (a test hook).
 Recipes (several sources, weights, seed, validation split, dedup, shuffle): ``recipe`` (the
-file), ``recipe_run`` (the run).
+file), ``recipe_run`` (the run), with ``recipe_spools`` (what it keeps on disk between
+phases), ``recipe_plan`` (split, dedup, weights, order) and ``recipe_report`` (its report lines).
 """
 
 from __future__ import annotations

@@ -6,10 +6,10 @@ byte-identical for any number of workers, and after a resume):
 1. **scan**: every source is read and rendered in input order (``readers`` / ``workers``,
    one encoder per source's mask / cot / reasoning); each document's ids, mask and a row
    of metadata (source, file, location, length, trained tokens, content key) are appended
-   to a spool on disk (``spool``), bad records to ``errors.jsonl``.  Checkpointed every
+   to a spool on disk (``recipe_spools``), bad records to ``errors.jsonl``.  Checkpointed every
    ``epoch_tokens`` rendered tokens: a rerun after ``kill -9`` cuts the spool back to the
    last checkpoint and reads on from there.
-2. **plan** (in memory, recomputed on every start): the validation split (``split``, by
+2. **plan** (``recipe_plan``; in memory, recomputed on every start): the validation split (``split``, by
    content key), duplicates (``dedup``), each source's weighted sample and cap (``mix``)
    and the seeded document order (``shuffle``).
 3. **pack**: the training documents, then the validation ones, in planned order, through
@@ -18,6 +18,8 @@ byte-identical for any number of workers, and after a resume):
 4. **write**: rows in a seeded permutation across all shards, ``data/train-NNNNN.parquet``
    and ``data/validation-NNNNN.parquet`` (``npy/train-NNNNN/``, ``npy/validation-NNNNN/``),
    resumed at the last complete shard.
+
+The report adds the recipe's lines (``recipe_report``) to a plain run's.
 
 Disk: the spools hold about 9 bytes per document token plus 12 per packed row token;
 they are removed when the run completes.  Memory: the metadata (about 60 bytes per
@@ -30,7 +32,7 @@ import json
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
 
@@ -38,12 +40,9 @@ import numpy as np
 
 from ..errors import InputError
 from ..packing.packed import Overlong
-from .content import KEY_WORDS, content_keys
-from .dedup import first_occurrences
 from .errorfile import ERRORS, ErrorLog
 from .faults import fault as _fault
 from .gates import BadFractionGate
-from .mix import weighted_take
 from .options import BAD_SAMPLE, ocml_version
 from .outdir import prepare
 from ..inputs.split import split_text_seq_len
@@ -51,50 +50,20 @@ from .pack_encoder import encoder_factory
 from .provenance import LOC_BITS, SourceMap
 from .readers import Position, Source, iter_chunks, resolve
 from .recipe import Recipe, dump_recipe, expand_path
-from .report import (OVERLONG, LengthHistogram, errors_section, format_report, manifest_base, overlong_entries,
+from .recipe_plan import Plan, SourceCounts, plan_documents
+from .recipe_report import common_setting, format_recipe_report, row_order_statistic
+from .recipe_spools import RecipeSpools
+from .report import (OVERLONG, LengthHistogram, errors_section, manifest_base, overlong_entries,
                      plot_lengths, shard_dirs, timing_section, trained_summary, untrained_summary, write_json)
 from .resume import PROGRESS, STATE_DIR, fingerprint, input_fingerprint
 from .resume import reopen_log as _reopen
-from .run import WRITE_TOKENS, PackTotals, RunResult
+from .run import PackTotals, RunResult
 from .shards import (IGNORE, SPLITS, Block, ShardWriter, remove_shards_from,
                      shard_name)
-from .shuffle import order_correlation, permutation
-from .split import validation_mask
-from .spool import Spool, ranges
+from .shuffle import permutation
+from .spool import Spool
 from .untrained import UNTRAINED
 from .workers import Rendered, RenderPool, RenderSpec, default_workers
-
-SPOOL_DIR = "spool"
-DOC_COLUMNS = {"ids": np.int32, "mask": np.uint8, "message_index": np.int32}
-META_COLUMNS = {"length": np.int64, "trained": np.int64, "file": np.int32, "location": np.int64,
-                "source": np.int32, "key": np.uint64}
-ROW_COLUMNS = {"input_ids": np.int32, "labels": np.int32, "position_ids": np.int32, "row_segments": np.int64,
-               "seg_lengths": np.int32, "seg_doc": np.int64}
-
-
-@dataclass
-class SourceCounts:
-    """Per source, what the scan saw (the plan adds the rest of the per-source report)."""
-
-    records: int = 0
-    rejected: int = 0
-    untrained: int = 0       # documents with nothing to train (skipped unless keep_untrained)
-    text_split: int = 0      # text records split into seq_len pieces in the worker (the text shape's default)
-    documents: int = 0
-    tokens: int = 0
-    trained_tokens: int = 0
-
-
-@dataclass
-class Plan:
-    """The documents of each split, as indices into the spool, in the order they are packed."""
-
-    train: np.ndarray
-    validation: np.ndarray
-    per_source: list[dict[str, Any]] = field(default_factory=list)
-    duplicates: int = 0
-    removed: int = 0
-
 
 class RecipeRun:
     def __init__(self, recipe: Recipe, out: Path, log: IO[str] | None = None) -> None:
@@ -131,9 +100,7 @@ class RecipeRun:
         self.fp = fingerprint(self.inputs, key)
         self.workers = recipe.workers or default_workers()
         self.state = out / STATE_DIR
-        self.docs = Spool(self.state / SPOOL_DIR / "docs", DOC_COLUMNS)
-        self.meta = Spool(self.state / SPOOL_DIR / "meta", META_COLUMNS)
-        self.rows = {s: Spool(self.state / SPOOL_DIR / f"rows-{s}", ROW_COLUMNS) for s in SPLITS}
+        self.spools = RecipeSpools(self.state)
         self.progress: dict[str, Any] = {}
 
     # -- progress ---------------------------------------------------------------------------------
@@ -153,7 +120,7 @@ class RecipeRun:
         self.od.claim([self.out / n for n in (ERRORS, OVERLONG, UNTRAINED, "lengths.png", ".lengths.png.tmp.png", "recipe.yaml",
                                               "manifest.json", ".manifest.json.tmp", "report.json",
                                               ".report.json.tmp")],
-                      [self.state / SPOOL_DIR])
+                      [self.spools.folder])
         if progress and progress.get("status") == "done":
             report = json.loads((self.out / "report.json").read_text("utf-8"))
             return RunResult(report, 0, format_recipe_report(report), already_done=True)
@@ -182,8 +149,8 @@ class RecipeRun:
     # -- 1. scan -----------------------------------------------------------------------------------
     def _scan(self, ck: dict[str, Any] | None) -> None:
         r = self.recipe
-        self.docs.open(ck["docs"] if ck else None)
-        self.meta.open(ck["meta"] if ck else None)
+        self.spools.docs.open(ck["docs"] if ck else None)
+        self.spools.meta.open(ck["meta"] if ck else None)
         counts = [SourceCounts(**c) for c in ck["counts"]] if ck else [SourceCounts() for _ in r.sources]
         hist = LengthHistogram.from_dict(ck["lengths"]) if ck else LengthHistogram()
         errors = ErrorLog(self.out, self.files, ck["errors_bytes"] if ck else 0, strict=r.strict)
@@ -200,10 +167,10 @@ class RecipeRun:
         def checkpoint(si: int, at: Position | None) -> None:
             nonlocal n_ck
             untrained.flush()
-            self.docs.sync()
-            self.meta.sync()
+            self.spools.docs.sync()
+            self.spools.meta.sync()
             self._save("scan", scan={"source": si, "position": at.to_dict() if at else None,
-                                     "docs": self.docs.sizes(), "meta": self.meta.sizes(),
+                                     "docs": self.spools.docs.sizes(), "meta": self.spools.meta.sizes(),
                                      "counts": [asdict(c) for c in counts], "errors_bytes": errors.tell(),
                                      "untrained_bytes": untrained.tell(), "file_records": self.smap.file_records,
                                      "lengths": hist.to_dict()})
@@ -257,8 +224,8 @@ class RecipeRun:
                 bar.close()
             errors.close()
             untrained.close()
-            self.docs.close()
-            self.meta.close()
+            self.spools.docs.close()
+            self.spools.meta.close()
 
     def _bar(self, done: int) -> Any:
         """A progress bar over the scan (the phase that renders), as a streaming run shows one."""
@@ -281,21 +248,7 @@ class RecipeRun:
         n = rd.documents
         if not n:
             return 0
-        lengths = np.diff(rd.offsets)
-        trained = np.add.reduceat(rd.mask.astype(np.int64), rd.offsets[:-1]) if rd.ids.shape[0] else \
-            np.zeros(n, dtype=np.int64)
-        trained[lengths == 0] = 0  # reduceat repeats the next value for empty ranges
-        self.docs.append("ids", rd.ids)
-        self.docs.append("mask", rd.mask)
-        if rd.message_index is not None:
-            self.docs.append("message_index", rd.message_index)
-        m = self.meta
-        m.append("length", lengths)
-        m.append("trained", trained)
-        m.append("file", np.full(n, self.file_base[si] + rd.source, dtype=np.int32))
-        m.append("location", rd.locations)
-        m.append("source", np.full(n, si, dtype=np.int32))
-        m.append("key", content_keys(rd.ids, rd.offsets))
+        lengths, trained = self.spools.add_documents(rd, self.file_base[si] + rd.source, si)
         c.documents += n
         c.tokens += int(lengths.sum())
         c.trained_tokens += int(trained.sum())
@@ -309,43 +262,7 @@ class RecipeRun:
 
     # -- 2. plan -----------------------------------------------------------------------------------
     def _plan(self, scan: dict[str, Any]) -> Plan:
-        r = self.recipe
-        meta = {k: self.meta.read(k)[: scan["meta"][k]] for k in META_COLUMNS}
-        keys = np.asarray(meta["key"]).reshape(-1, KEY_WORDS)
-        src = np.asarray(meta["source"])
-        length = np.asarray(meta["length"])
-        trained = np.asarray(meta["trained"])
-        val = validation_mask(keys, r.validation, r.seed)
-        dup = first_occurrences(keys)
-        removed = dup if r.dedup == "exact" else np.zeros_like(dup)
-        train_parts, per_source = [], []
-        counts = [SourceCounts(**c) for c in scan["counts"]]
-        for si, s in enumerate(r.sources):
-            mine = src == si
-            cand = np.flatnonzero(mine & ~val & ~removed)
-            take = cand[weighted_take(cand.shape[0], s.weight, s.max_samples, r.seed, s.name)]
-            train_parts.append(take)
-            c = counts[si]
-            per_source.append({
-                "name": s.name, "path": s.path, "weight": s.weight, "max_samples": s.max_samples,
-                "records": c.records, "rejected": c.rejected, "untrained": c.untrained, "documents": c.documents,
-                "validation": int(np.count_nonzero(mine & val & ~removed)),
-                "duplicates": int(np.count_nonzero(mine & dup)),
-                "deduplicated": int(np.count_nonzero(mine & removed)),
-                "candidates": int(cand.shape[0]),
-                "skipped": int(cand.shape[0] - np.unique(take).shape[0]),
-                "taken": int(take.shape[0]),
-                "tokens": int(length[take].sum()), "trained_tokens": int(trained[take].sum()),
-            })
-        total = sum(p["tokens"] for p in per_source)
-        for p in per_source:
-            p["share"] = round(p["tokens"] / total, 6) if total else 0.0
-        train = np.concatenate(train_parts) if train_parts else np.zeros(0, dtype=np.int64)
-        validation = np.flatnonzero(val & ~removed)
-        if r.shuffle:
-            train = train[permutation(train.shape[0], r.seed, "train-documents")]
-            validation = validation[permutation(validation.shape[0], r.seed, "validation-documents")]
-        return Plan(train, validation, per_source, int(dup.sum()), int(removed.sum()))
+        return plan_documents(self.recipe, self.spools.metadata(scan["meta"]), [SourceCounts(**c) for c in scan["counts"]])
 
     # -- 3. pack -----------------------------------------------------------------------------------
     def _packed(self, split: str) -> bool:
@@ -353,23 +270,8 @@ class RecipeRun:
 
     def _doc_batches(self, order: np.ndarray, scan: dict[str, Any]) -> Iterator[tuple[np.ndarray, ...]]:
         """(ids, mask, offsets, index, message_index) of the documents ``order``, a batch at a time."""
-        length = self.meta.read("length")[: scan["meta"]["length"]]
-        start = np.zeros(length.shape[0] + 1, dtype=np.int64)
-        np.cumsum(length, out=start[1:])
-        file = self.meta.read("file")
-        loc = self.meta.read("location")
-        ids, mask = self.docs.read("ids"), self.docs.read("mask")
-        mi = self.docs.read("message_index") if self.recipe.pack and self.overlong is Overlong.TRUNCATE else None
-        step = max(1, min(4096, WRITE_TOKENS // max(1, int(length.mean()) if length.shape[0] else 1)))
-        for a in range(0, order.shape[0], step):
-            d = order[a:a + step]
-            lens = np.asarray(length[d])
-            flat = ranges(start[d], lens)
-            off = np.zeros(d.shape[0] + 1, dtype=np.int64)
-            np.cumsum(lens, out=off[1:])
-            index = (np.asarray(file[d]).astype(np.int64) << LOC_BITS) | np.asarray(loc[d])
-            yield (np.asarray(ids[flat]), np.asarray(mask[flat]).astype(bool), off, index,
-                   None if mi is None else np.asarray(mi[flat]))
+        return self.spools.doc_batches(order, scan["meta"]["length"],
+                                       self.recipe.pack and self.overlong is Overlong.TRUNCATE)
 
     def _new_packer(self) -> Any:
         from ..pack import Packer
@@ -386,7 +288,7 @@ class RecipeRun:
         start_trained: dict[str, int] = {}
         try:
             for split, order in (("train", plan.train), ("validation", plan.validation)):
-                spool = self.rows[split].open(None)
+                spool = self.spools.rows[split].open(None)
                 if not self._packed(split) or order.shape[0] == 0:
                     spool.close()
                     totals[split] = None
@@ -400,7 +302,7 @@ class RecipeRun:
                     starts += int(np.count_nonzero(mask[off[:-1][fits]]))
                     packer.add_ragged(ids, mask, off, index, mi)
                     for p in packer.ready():
-                        self._spool_rows(spool, p)
+                        RecipeSpools.add_rows(spool, p)
                     tokens += int(ids.shape[0])
                     docs += int(lens.shape[0])
                     if tokens >= r.epoch_tokens or docs >= r.window:  # the epochs of a plain run
@@ -419,23 +321,12 @@ class RecipeRun:
 
     def _flush(self, packer: Any, spool: Spool, tot: PackTotals, overlong: IO[str], split: str) -> Any:
         for p in packer.ready():
-            self._spool_rows(spool, p)
-        self._spool_rows(spool, packer.finish())
+            RecipeSpools.add_rows(spool, p)
+        RecipeSpools.add_rows(spool, packer.finish())
         rep = packer.report
         overlong.writelines(overlong_entries(self.doc_where, rep, split=split))
         tot.add(rep)
         return self._new_packer()
-
-    @staticmethod
-    def _spool_rows(spool: Spool, p: Any) -> None:
-        if not p.rows:
-            return
-        spool.append("input_ids", p.input_ids)
-        spool.append("labels", p.labels)
-        spool.append("position_ids", p.position_ids)
-        spool.append("row_segments", np.diff(p.segment_offsets))
-        spool.append("seg_lengths", p.segment_lengths)
-        spool.append("seg_doc", p.segment_doc)
 
     def doc_where(self, index: int) -> dict[str, Any]:
         return self.where(int(index) >> LOC_BITS, int(index) & ((1 << LOC_BITS) - 1))
@@ -451,7 +342,7 @@ class RecipeRun:
         remove_shards_from(self.out, done, split)
         packed = self._packed(split)
         if packed:
-            spool = self.rows[split]
+            spool = self.spools.rows[split]
             segs = np.asarray(spool.read("row_segments"))
             n_rows = segs.shape[0]
         else:
@@ -490,27 +381,9 @@ class RecipeRun:
         return permutation(n_rows, self.recipe.seed, f"{split}-rows")
 
     def _write_rows(self, writer: ShardWriter, split: str, segs: np.ndarray, first: int) -> None:
-        r = self.recipe
-        L = r.seq_len or 0
-        spool = self.rows[split]
-        n_rows = segs.shape[0]
-        dense = {k: spool.read(k).reshape(n_rows, L) for k in ("input_ids", "labels", "position_ids")}
-        seg_start = np.zeros(n_rows + 1, dtype=np.int64)
-        np.cumsum(segs, out=seg_start[1:])
-        seg_len, seg_doc = spool.read("seg_lengths"), spool.read("seg_doc")
-        order = self._row_order(split, n_rows)
-        step = max(1, WRITE_TOKENS // max(1, L))
-        for a in range(first, n_rows, step):
-            rows = order[a:a + step]
-            counts = segs[rows]
-            flat = ranges(seg_start[rows], counts)
-            off = np.zeros(rows.shape[0] + 1, dtype=np.int64)
-            np.cumsum(counts, out=off[1:])
-            doc = np.asarray(seg_doc[flat])
-            source, record = self.smap.translate(doc)
-            writer.write(Block(rows.shape[0], dense["input_ids"][rows], dense["labels"][rows].astype(np.int64),
-                               dense["position_ids"][rows], off, np.asarray(seg_len[flat]), doc,
-                               doc_source=source, doc_record=record))
+        order = self._row_order(split, segs.shape[0])
+        for block in self.spools.row_blocks(split, segs, order, first, self.recipe.seq_len or 0, self.smap.translate):
+            writer.write(block)
 
     def _doc_blocks(self, order: np.ndarray) -> Iterator[Block]:
         for ids, mask, off, index, _mi in self._doc_batches(order, self.progress["scan"]):
@@ -524,21 +397,11 @@ class RecipeRun:
         effect: the written correlation is near 0)."""
         if not self._packed(split):
             return None
-        spool = self.rows[split]
+        spool = self.spools.rows[split]
         segs = np.asarray(spool.read("row_segments"))
         if segs.shape[0] == 0:
             return None
-        seg_start = np.zeros(segs.shape[0] + 1, dtype=np.int64)
-        np.cumsum(segs, out=seg_start[1:])
-        pads = np.asarray(spool.read("seg_doc")) == -1
-        pad_rows = np.zeros(segs.shape[0], dtype=np.int64)
-        if pads.any():
-            row_of = np.searchsorted(seg_start, np.flatnonzero(pads), side="right") - 1
-            np.add.at(pad_rows, row_of, 1)
-        docs = segs - pad_rows
-        order = self._row_order(split, segs.shape[0])
-        return {"rows": int(segs.shape[0]), "row_docs_correlation": round(order_correlation(docs[order]), 4),
-                "packer_order_correlation": round(order_correlation(docs), 4)}
+        return row_order_statistic(segs, np.asarray(spool.read("seg_doc")), self._row_order(split, segs.shape[0]))
 
     def _finish(self, plan: Plan, scan: dict[str, Any], shards: dict[str, int], resumed: bool) -> dict[str, Any]:
         r, out, enc = self.recipe, self.out, self.enc
@@ -549,8 +412,8 @@ class RecipeRun:
         pack_tot = self.progress.get("pack", {})
         hist = LengthHistogram.from_dict(scan["lengths"])
         splits: dict[str, Any] = {}
-        length = self.meta.read("length")
-        trained = self.meta.read("trained")
+        length = self.spools.meta.read("length")
+        trained = self.spools.meta.read("trained")
         for split, order in (("train", plan.train), ("validation", plan.validation)):
             p = pack_tot.get(split)
             rows = p["rows"] if p else int(order.shape[0])
@@ -583,7 +446,7 @@ class RecipeRun:
         run_records, run_tokens = tot["records"] - self.start_counts[0], tot["tokens"] - self.start_counts[1]
         report = {
             "out": str(out), "format": enc.format_name, "tokenizer": enc.tokenizer.name,
-            "mask": _common([s.mask for s in r.sources]), "cot": _common([s.cot for s in r.sources]),
+            "mask": common_setting([s.mask for s in r.sources]), "cot": common_setting([s.cot for s in r.sources]),
             "inputs": [s.path for s in r.sources],  # as given (a plain run's inputs); files: the manifest
             "counts": {"records": tot["records"], "documents": tot["documents"], "bad_records": tot["rejected"],
                        "untrained": tot["untrained"], "tokens": tot["tokens"],
@@ -620,15 +483,8 @@ class RecipeRun:
         write_json(out / "report.json", report)
         write_json(self.state / PROGRESS, {"fingerprint": self.fp, "status": "done", "shards": shards["train"],
                                            "rows": splits["train"]["rows"], "checkpoint": None})
-        for sp in (self.docs, self.meta, *self.rows.values()):
-            sp.remove()
-        (self.state / SPOOL_DIR).rmdir()
+        self.spools.remove()
         return report
-
-
-def _common(values: list[str]) -> str:
-    """The sources' shared setting, or ``per source`` (each source's is in the recipe)."""
-    return values[0] if len(set(values)) == 1 else "per source"
 
 
 def run_recipe(recipe: Recipe, out: Path | str | None = None, log: IO[str] | None = None) -> RunResult:
@@ -640,32 +496,4 @@ def run_recipe(recipe: Recipe, out: Path | str | None = None, log: IO[str] | Non
     return state.run()
 
 
-def format_recipe_report(r: dict[str, Any]) -> str:
-    """``format_report``'s summary plus the recipe's lines: per source, splits, dedup, order."""
-    lines = [format_report(r)]
-    rec = r.get("recipe")
-    if not rec:
-        return lines[0]
-    lines.append(f"  recipe      seed {rec['seed']}, dedup {rec['dedup']['mode']} "
-                 f"({rec['dedup']['duplicates_seen']:,} duplicate(s) seen, {rec['dedup']['removed']:,} removed), "
-                 f"shuffle {'on' if rec['shuffle'] else 'off'}")
-    lines.append(f"  {'source':<20} {'records':>8} {'rejected':>8} {'valid.':>7} {'dups':>6} {'skipped':>8} "
-                 f"{'taken':>8} {'tokens':>11} {'trained':>11} {'share':>7}")
-    for s in rec["sources"]:
-        name = s["name"] if len(s["name"]) <= 20 else "…" + s["name"][-19:]
-        lines.append(f"  {name:<20} {s['records']:>8,} {s['rejected']:>8,} {s['validation']:>7,} "
-                     f"{s['duplicates']:>6,} {s['skipped']:>8,} {s['taken']:>8,} {s['tokens']:>11,} "
-                     f"{s['trained_tokens']:>11,} {s['share']:>7.1%}")
-    for split in SPLITS:
-        sp = rec["splits"][split]
-        if not sp["documents"] and split == "validation":
-            continue
-        order = sp.get("order")
-        corr = (f", docs-per-row vs row index r={order['row_docs_correlation']:+.3f} "
-                f"(packer order {order['packer_order_correlation']:+.3f})" if order and order["rows"] >= 10 else "")
-        lines.append(f"  {split:<11} {sp['documents']:,} documents -> {sp['rows']:,} rows in "
-                     f"{len(sp['shards'])} shard(s){corr}")
-    return "\n".join(lines)
-
-
-__all__ = ["RecipeRun", "format_recipe_report", "run_recipe"]
+__all__ = ["RecipeRun", "run_recipe"]
