@@ -120,15 +120,14 @@ from ocml.vocab.errors import as_ints, as_strings
 
 from ..errors import InputError, InputTypeError, ParseError
 from ..events import Delta, Error, Event, MessageEnd, MessageStart, Stop
-from ..frames import prefill_role
 from ..messages import Message
-from .lexicon import lexicon
+from .engine_stop import engine_stop
 from .route import AtomRouter
-from ..prefill import prefill_ids
+from ..prefill import prefill_ids, prefill_role
 from .scanner import Control, InvalidId, Scanner, ScannerTables, Special, StopString, Text
 
 if TYPE_CHECKING:
-    from ..encoder import Encoder
+    from ..codec import Codec
     from ..openai_message import ChatChoice
 
 __all__ = ["StreamDecoder", "tables_for"]
@@ -147,7 +146,7 @@ def ends_inside(stop: str, control: str) -> bool:
     return False
 
 
-def check_stop_strings(enc: Encoder, stop_strings: Sequence[str]) -> None:
+def check_stop_strings(enc: Codec, stop_strings: Sequence[str]) -> None:
     """Refuse stop strings that could cut a control spelled as text (fallback mode only:
     registered controls are ids, their spelling is ordinary text)."""
     for k, stop in enumerate(stop_strings):
@@ -163,17 +162,19 @@ def check_stop_strings(enc: Encoder, stop_strings: Sequence[str]) -> None:
                      "format's controls on the tokenizer (vocab.load(..., register=...)) so they are ids")
 
 
-def tables_for(enc: Encoder, stop_strings: Sequence[str] = ()) -> ScannerTables:
-    """Scanner tables for ``enc`` (+ user stop strings), cached on the encoder."""
+def _scanner_tables(enc: Codec) -> dict[tuple[str, ...], ScannerTables]:
+    """A codec's scanner tables by stop strings (filled by ``tables_for``)."""
+    return {}
+
+
+def tables_for(enc: Codec, stop_strings: Sequence[str] = ()) -> ScannerTables:
+    """Scanner tables for ``enc`` (+ user stop strings), built once per codec."""
     key = tuple(dict.fromkeys(stop_strings))
-    cache: dict[tuple[str, ...], ScannerTables] | None = getattr(enc, "_stream_tables", None)
-    if cache is None:
-        cache = {}
-        enc._stream_tables = cache  # type: ignore[attr-defined]
+    cache = enc.table(_scanner_tables)
     t = cache.get(key)
     if t is None:
         check_stop_strings(enc, stop_strings)  # once per (encoder, stop strings), like the tables
-        lx = lexicon(enc)  # what is a control, a special, a text control: shared with Encoder.parse
+        lx = enc.lexicon  # what is a control, a special, a text control: shared with Encoder.parse
         # Another profile of this encoder already decoded every token: share the strings.
         shared = next(iter(cache.values()), None)
         t = ScannerTables(enc.tokenizer.token_bytes_table, lx.n_vocab, control_ids=lx.control_ids,
@@ -203,13 +204,14 @@ def _id_list(ids: object) -> list:
 class StreamDecoder:
     """Incremental ids -> events decoder for one stream (see the module docstring)."""
 
-    def __init__(self, enc: Encoder, role: str | None = None, *, strict: bool = False,
+    def __init__(self, enc: Codec, role: str | None = None, *, strict: bool = False,
                  stop_strings: Sequence[str] = (), stop_channels: Iterable[str] | None = ("final",),
                  stop_ids: Iterable[int] = (), include_stop_str_in_output: bool = False,
                  prefill: object = None) -> None:
         self.enc = enc
         # an open message to continue (render(..., mode="continue")): its ids, read at reset()
-        self.prefill = None if prefill is None else prefill_ids(enc, prefill)
+        # (a prefill given as messages is rendered: by the facade, an Encoder, which is a Codec)
+        self.prefill = None if prefill is None else prefill_ids(enc, prefill)  # type: ignore[arg-type]
         if self.prefill is not None and role is not None:
             raise InputError("give role= or prefill=, not both: a prefill is the whole prompt", field="role")
         self.role = prefill_role(enc.format, role)
@@ -389,8 +391,6 @@ class StreamDecoder:
             return []
         if stop_reason is None and not eos:
             return self._close_stream(self._end_stream)
-        from ..stops import engine_stop
-
         fm = self.fm
         h = getattr(fm, "_h", None)  # the open message's header (a call?)
         in_call = fm.state == "calls" or (fm.state == "content" and h is not None
