@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-
 from ocml.vocab import Tokenizer, UnknownNameError, canonical_format, control_table
 from ocml.vocab.errors import expect
 
