@@ -1,20 +1,29 @@
-"""``Encoder``: one format + one tokenizer -> render, parse, text transcripts, stops."""
+"""``Encoder``: one format + one tokenizer -> render, parse, text transcripts, stops.
+
+The public facade: rendering lives here, every other feature in its own module, which this
+one imports and dispatches to.  ``Encoder`` is a ``Codec`` (``ocml.encoder.codec``: format +
+tokenizer + derived tables), the leaf the features take, so no feature imports this module
+back.  It inherits rather than wraps a codec so ``self`` is what the features get (no
+attribute forwarding on the hot paths) and functions that took an ``Encoder``
+(``parse_ids(enc, ...)``, ``StreamDecoder(enc)``) still do.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ocml import vocab
-from ocml.vocab import Tokenizer, canonical_format, control_table
+from ocml.vocab import Tokenizer, canonical_format
 from ocml.vocab.errors import as_enum, expect
 
-from . import cot as cot_mod
 from .adapters import SHAPES, relocate
+from .batch import Batch
+from .codec import Codec, default_tokenizer
+from .cot import dropped as cot_dropped, parse_cot
 from .errors import InputError, InputTypeError, OcmlError
 from .formats import format_class
 from .inputs import layout as record_layout
@@ -25,49 +34,8 @@ from .prefill import check_continuable
 from .render import Renderer, RenderJob, RenderResult
 
 
-def default_tokenizer(fmt: str) -> Tokenizer:
-    table = control_table(fmt)
-    if table.fixed_ids:
-        return vocab.load(table.default_encoding)
-    return vocab.load(table.default_encoding, register=fmt)
-
-
 def _mode(mode: Mode | str) -> Mode:
     return as_enum(mode, Mode, "mode", "mode")
-
-
-@dataclass
-class Batch:
-    """``render_batch`` output: one result per input (None where it failed) and the errors."""
-
-    results: list[RenderResult | None]
-    errors: list[tuple[int, OcmlError]] = field(default_factory=list)
-
-    def __len__(self) -> int:
-        return len(self.results)
-
-    def __iter__(self):  # type: ignore[no-untyped-def]
-        return iter(self.results)
-
-    def __getitem__(self, i: int) -> RenderResult | None:
-        return self.results[i]
-
-    def ragged(self) -> dict[str, np.ndarray]:
-        """The successful results, flat: ``ids``/``mask``/``message_index`` (concatenated),
-        ``offsets`` (int64, len n+1) and ``index`` (int64, len n: the input index of each
-        document, since failed rows are left out and positions no longer line up)."""
-        index = [i for i, r in enumerate(self.results) if r is not None]
-        ok = [self.results[i] for i in index]
-        lens = np.array([len(r) for r in ok], dtype=np.int64)
-        offsets = np.zeros(len(ok) + 1, dtype=np.int64)
-        np.cumsum(lens, out=offsets[1:])
-        return {
-            "ids": np.concatenate([r.ids for r in ok]) if ok else np.zeros(0, np.int32),
-            "mask": np.concatenate([r.mask for r in ok]) if ok else np.zeros(0, bool),
-            "offsets": offsets,
-            "index": np.array(index, dtype=np.int64),
-            "message_index": np.concatenate([r.message_index for r in ok]) if ok else np.zeros(0, np.int32),
-        }
 
 
 def _check_format_options(cls: type, options: dict[str, Any]) -> None:
@@ -91,7 +59,7 @@ def _rebuild_encoder(format_name: str, tokenizer: Tokenizer, options: dict[str, 
     return Encoder(format_name, tokenizer, **options)
 
 
-class Encoder:
+class Encoder(Codec):
     """Render conversations to ids + masks (and back) for one format and tokenizer.
 
     ``tokenizer``: a ``ocml.vocab.Tokenizer``, a name or ``.tiktoken`` path for ``ocml.vocab.load``, an HF
@@ -115,15 +83,14 @@ class Encoder:
         shape_options: ShapeOptions | dict | None = None,
         **format_options: Any,
     ) -> None:
-        self.format_name = canonical_format(format)
+        format_name = canonical_format(format)
         if tokenizer is None:
-            tokenizer = default_tokenizer(self.format_name)
+            tokenizer = default_tokenizer(format_name)
         elif isinstance(tokenizer, str):
             # an HF tokenizer folder (save_pretrained) or tokenizer.json, else an encoding name / .tiktoken path
             hf = tokenizer.endswith("tokenizer.json") or os.path.isdir(tokenizer)
             tokenizer = vocab.from_hf(tokenizer) if hf else vocab.load(tokenizer)
         expect(tokenizer, Tokenizer, "tokenizer", "a vocab.Tokenizer, an encoding name or None")
-        self.tokenizer: Tokenizer = tokenizer
         if shape not in SHAPES and shape not in RECORD_SHAPES:
             raise vocab.UnknownNameError(f"unknown input shape {shape!r}", field="shape",
                                          hint="'auto' (default), 'chat' (OpenAI / HF chat data), 'native', or a "
@@ -132,9 +99,9 @@ class Encoder:
         # How messages are read: a forced record shape (encoder.inputs) reads its messages as 'auto'.
         self.message_shape = shape if shape in SHAPES else "auto"
         self.shape_options = ShapeOptions.parse(shape_options)  # the record shapes' options (encoder.inputs)
-        cls = format_class(self.format_name)
+        cls = format_class(format_name)
         _check_format_options(cls, format_options)
-        self.format = cls(tokenizer, validate_bodies=validate_bodies, **format_options)
+        Codec.__init__(self, format_name, tokenizer, cls(tokenizer, validate_bodies=validate_bodies, **format_options))
         self.mask = self._mask(mask)
         self.cot = self._cot(cot)
         self.renderer = Renderer(self.format, tokenizer, threads)
@@ -151,11 +118,6 @@ class Encoder:
     def __repr__(self) -> str:
         return f"<Encoder {self.format_name} on {self.tokenizer!r}>"
 
-    @property
-    def fallback_controls(self) -> tuple[str, ...]:
-        """Controls spelled as text because the tokenizer has no id for them."""
-        return self.format.text_controls
-
     def _mask(self, mask: MaskPolicy | str | dict | None) -> MaskPolicy:
         """A mask policy this format applies (one it would ignore is a usage error)."""
         policy = MaskPolicy.parse(mask)
@@ -168,7 +130,7 @@ class Encoder:
 
     def _cot(self, cot: CotPolicy | str | None) -> CotPolicy:
         """A CoT policy this format applies (one it would ignore is a usage error)."""
-        policy = cot_mod.parse_cot(cot)
+        policy = parse_cot(cot)
         allowed = self.format.cot_policies()
         if policy not in allowed:
             raise InputError(f"cot={policy.value!r} has no effect with {self.format_name}"
@@ -184,7 +146,7 @@ class Encoder:
         given = self.format.read(conversation, self.message_shape)
         policy = self.cot if cot is None else self._cot(cot)
         if self.format.inline_reasoning:  # reasoning joins its answer's frame: the CoT policy applies first
-            pre = cot_mod.dropped(given.messages, policy)
+            pre = cot_dropped(given.messages, policy)
             if pre:
                 given = Conversation(tuple(m for k, m in enumerate(given.messages) if k not in pre), given.options,
                                      chat=given.chat)
@@ -196,7 +158,7 @@ class Encoder:
             self.format.validate(conv)
         except OcmlError as exc:
             raise relocate(exc, conv.messages) from None
-        drop = cot_mod.dropped(conv.messages, policy)
+        drop = cot_dropped(conv.messages, policy)
         keep = [i for i in range(len(conv.messages)) if i not in drop]
         return conv, keep
 

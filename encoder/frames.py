@@ -33,15 +33,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from typing import TYPE_CHECKING, Any
-
-from .errors import HeaderError, InputTypeError, OcmlError, ParseError
+from .errors import HeaderError, OcmlError, ParseError
 from .events import Delta, Error, Event, MessageEnd, MessageStart, new_delta
 from .headers import Header, parse_header, parse_header_cached
 from .messages import Message
-
-if TYPE_CHECKING:
-    from .formats.base import Format
 
 TERMINATORS = {"<|end|>": "end", "<|call|>": "call", "<|return|>": "return"}
 HEADER_INNER = ("<|channel|>", "<|constrain|>")
@@ -51,17 +46,6 @@ _RECOVERED = "E-PARSE-FINAL-RECOVERED"
 MAX_HEADER_CHARS = 4096  # longer "headers" are not headers: a model that never emits <|message|>
 _CHANNEL = "<|channel|>"
 _CHANNEL_WORD = re.compile(r"[^\s<]*")  # openai-harmony: the channel runs up to whitespace or '<'
-
-
-def prefill_role(fmt: Format, role: Any) -> str | None:
-    """Check a ``role=`` argument (the prefilled ``<|start|>ROLE``): None or a role of the format."""
-    if role is None:
-        return None
-    if type(role) is not str:
-        raise InputTypeError(f"role must be a role name or None, got {type(role).__name__}", field="role",
-                             hint='the role of the prefilled "<|start|>ROLE", e.g. role="assistant"')
-    fmt.check_role(role, None)
-    return role
 
 
 def visible(channel: str | None, intent: str | None, role: str) -> bool:

@@ -50,7 +50,7 @@ from .messages import Conversation, Message
 if TYPE_CHECKING:
     import numpy as np
 
-    from .encoder import Encoder
+    from .codec import Codec
 
 #: the keys a §10 object has (anything else is a canonical message dict)
 INTERCHANGE_KEYS = frozenset({"role", "channel", "content", "tool_call", "thinking", "intent"})
@@ -180,7 +180,7 @@ def interchange_object(messages: Any, *, ends: Iterable[str] | None = None) -> d
     return objs[0]
 
 
-def parse_interchange(enc: Encoder, ids: Sequence[int] | np.ndarray, *, role: str | None = "assistant",
+def parse_interchange(enc: Codec, ids: Sequence[int] | np.ndarray, *, role: str | None = "assistant",
                       strict: bool = False) -> list[dict[str, Any]]:
     """Completion ids -> §10 objects: ``enc``'s parser (``role`` = the prefilled
     ``<|start|>ROLE``, None when the ids start with ``<|start|>``) plus each message's end

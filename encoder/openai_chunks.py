@@ -41,11 +41,12 @@ from .errors import InputError, InputTypeError
 from .events import Delta, Event, MessageEnd, MessageStart, Stop
 from .messages import Message
 from .openai_message import CALL, CONTENT, REASONING, CallIds, function_name, kind
+from .stream.decoder import StreamDecoder
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from .encoder import Encoder
+    from .codec import Codec
 
 __all__ = ["Chunker", "accumulate"]
 
@@ -61,7 +62,7 @@ class Chunker:
     ``stop_ids``, ``strict``...).
     """
 
-    def __init__(self, enc: Encoder, *, role: str | None = "assistant", id: str | None = None,
+    def __init__(self, enc: Codec, *, role: str | None = "assistant", id: str | None = None,
                  created: int | None = None, model: str = "", index: int = 0, call_id_seed: str = "",
                  include_usage: bool = False, prompt_tokens: int | None = None, prefill: Any = None,
                  **decoder_kw: Any) -> None:
@@ -73,7 +74,7 @@ class Chunker:
                 raise InputTypeError(f"{name} must be an integer >= 0, got {val!r}", field=name)
         if include_usage is not True and include_usage is not False:
             raise InputTypeError(f"include_usage must be True or False, got {include_usage!r}", field="include_usage")
-        self.decoder = enc.decoder(role=None if prefill is not None else role, prefill=prefill, **decoder_kw)
+        self.decoder = StreamDecoder(enc, role=None if prefill is not None else role, prefill=prefill, **decoder_kw)
         if prompt_tokens is None and prefill is not None:
             prompt_tokens = len(self.decoder.prefill)
         if include_usage and prompt_tokens is None:

@@ -64,7 +64,7 @@ from .messages import Message
 if TYPE_CHECKING:
     import numpy as np
 
-    from .encoder import Encoder
+    from .codec import Codec
 
 __all__ = ["CallIds", "ChatChoice", "FINISH_REASONS", "function_name", "kind", "project", "to_openai", "tool_call_ids"]
 
@@ -210,7 +210,7 @@ def _finish(messages: Sequence[Message], ends: Sequence[str], stop: str | None, 
     return "length"
 
 
-def to_openai(enc: Encoder, ids: Sequence[int] | np.ndarray, *, role: str | None = "assistant",
+def to_openai(enc: Codec, ids: Sequence[int] | np.ndarray, *, role: str | None = "assistant",
               strict: bool = False, call_id_seed: str = "") -> ChatChoice:
     """Completion ids (after the ``<|start|>ROLE`` prefill; ``role=None`` when they start with
     ``<|start|>``) -> ``ChatChoice``.  Lenient: parse errors are in ``ChatChoice.errors``."""

@@ -32,15 +32,15 @@ import numpy as np
 
 from .errors import InputError, InputTypeError
 from .events import Error
-from .frames import FrameMachine, prefill_role
+from .frames import FrameMachine
 from .messages import Message
+from .prefill import prefill_role
 from .stream.route import LITERAL_CLOSE as ENDLITERAL
 from .stream.route import LITERAL_OPEN as LITERAL
-from .stream.lexicon import lexicon
 from .stream.route import AtomRouter
 
 if TYPE_CHECKING:
-    from .encoder import Encoder
+    from .codec import Codec
 
 _I64_MIN, _I64_MAX = -(2 ** 63), 2 ** 63 - 1
 _ENDLITERAL_B = ENDLITERAL.encode()
@@ -195,16 +195,16 @@ class TextSplitter:
 
 
 class IdParser:
-    """Per-(encoder) tables for parsing ids; built once and cached on the encoder."""
+    """Per-(format, tokenizer) tables for parsing ids; built once per codec (``parser_for``)."""
 
-    def __init__(self, enc: Encoder) -> None:
+    def __init__(self, enc: Codec) -> None:
         tok = enc.tokenizer
         self.enc = enc
         self.tok = tok
         nv = tok.n_vocab
         self.nv = nv
         table = enc.format.table
-        lx = lexicon(enc)  # what is a control, a special, a text control: shared with the stream
+        lx = enc.lexicon  # what is a control, a special, a text control: shared with the stream
         self.markers = frozenset(table.markers)
         # SentencePiece tokenizers that prefix every text run (``▁`` after each control): the
         # prefix is the tokenizer's, not content (``Tokenizer.run_prefix``), so each run drops it.
@@ -323,15 +323,12 @@ class IdParser:
         fm.finish(n)
 
 
-def parser_for(enc: Encoder) -> IdParser:
-    p = getattr(enc, "_id_parser", None)
-    if p is None:
-        p = IdParser(enc)
-        enc._id_parser = p  # type: ignore[attr-defined]
-    return p
+def parser_for(enc: Codec) -> IdParser:
+    """``enc``'s id parser, built on first use and kept by the codec."""
+    return enc.table(IdParser)
 
 
-def parse_ids(enc: Encoder, ids: Sequence[int] | np.ndarray, *, strict: bool = False,
+def parse_ids(enc: Codec, ids: Sequence[int] | np.ndarray, *, strict: bool = False,
               role: str | None = None, detailed: bool = False) -> Any:
     """ids -> messages (``detailed``: a ``ParseResult``).  ``role``: the prefilled ``<|start|>ROLE``."""
     role = prefill_role(enc.format, role)

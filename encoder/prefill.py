@@ -30,7 +30,20 @@ from .errors import InputError, InputTypeError
 from .messages import Conversation, Message
 
 if TYPE_CHECKING:
-    from .encoder import Encoder
+    from .codec import Renders
+    from .formats.base import Format
+
+
+def prefill_role(fmt: Format, role: Any) -> str | None:
+    """Check a ``role=`` argument (the prefilled ``<|start|>ROLE``): None or a role of the format.
+    (``parse`` and the stream decoder read from there.)"""
+    if role is None:
+        return None
+    if type(role) is not str:
+        raise InputTypeError(f"role must be a role name or None, got {type(role).__name__}", field="role",
+                             hint='the role of the prefilled "<|start|>ROLE", e.g. role="assistant"')
+    fmt.check_role(role, None)
+    return role
 
 
 def check_continuable(conv: Conversation, keep: list[int]) -> None:
@@ -46,7 +59,7 @@ def check_continuable(conv: Conversation, keep: list[int]) -> None:
                               "assistant message last")
 
 
-def prefill_ids(enc: Encoder, prefill: Any) -> list[int]:
+def prefill_ids(enc: Renders, prefill: Any) -> list[int]:
     """The ids of a ``render(..., mode="continue")`` result, or of rendering a message dict /
     ``Message`` / conversation that way (its last message is the one continued), or the
     prompt's ids themselves (a list / array of ints ending inside the open message)."""

@@ -16,25 +16,22 @@ Registered controls stop by id (``stop_ids``); controls the tokenizer does not h
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from numbers import Integral
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 from ocml.vocab import Tokenizer, UnknownNameError, canonical_format, control_table
 from ocml.vocab.errors import expect
 
 from .errors import InputError, InputTypeError
+from .stream.engine_stop import EngineStop, engine_stop  # how a stripped stop ends a stream: beside the decoder
 
 if TYPE_CHECKING:
-    from .encoder import Encoder
+    from .codec import Codec
 
 __all__ = ["EngineStop", "engine_stop", "hf_stopping_criteria", "hf_streamer", "stop_ids", "stop_strings", "stop_tokens",
            "vllm_sampling_kwargs"]
 
-def _tokenizer(enc: Encoder | str, tokenizer: Tokenizer | None) -> Tokenizer:
+def _tokenizer(enc: Codec | str, tokenizer: Tokenizer | None) -> Tokenizer:
     """The tokenizer given, else the encoder's, else the format's default."""
     if isinstance(tokenizer, str):
         from ocml.vocab import load
@@ -44,20 +41,20 @@ def _tokenizer(enc: Encoder | str, tokenizer: Tokenizer | None) -> Tokenizer:
         expect(tokenizer, Tokenizer, "tokenizer", "a vocab.Tokenizer or an encoding name")
         return tokenizer
     if isinstance(enc, str):
-        from .encoder import default_tokenizer
+        from .codec import default_tokenizer
 
         return default_tokenizer(canonical_format(enc))
     return _encoder(enc).tokenizer
 
 
-def _encoder(enc: Any) -> Encoder:
-    from .encoder import Encoder
+def _encoder(enc: Any) -> Codec:
+    from .codec import Codec
 
-    expect(enc, Encoder, "enc", "an Encoder or a format name")
+    expect(enc, Codec, "enc", "an Encoder or a format name")
     return enc
 
 
-def stop_tokens(enc: Encoder | str, mode: str = "assistant") -> tuple[str, ...]:
+def stop_tokens(enc: Codec | str, mode: str = "assistant") -> tuple[str, ...]:
     """The stop controls of a format (an ``Encoder`` or a format name) for ``mode``.
 
     Data, not code: ``stops`` in ``vocab/data/tokens/<format>.json``.  ``"assistant"``
@@ -72,7 +69,7 @@ def stop_tokens(enc: Encoder | str, mode: str = "assistant") -> tuple[str, ...]:
     return table.stops[mode]
 
 
-def stop_ids(enc: Encoder | str, mode: str = "assistant", tokenizer: Tokenizer | None = None) -> list[int]:
+def stop_ids(enc: Codec | str, mode: str = "assistant", tokenizer: Tokenizer | None = None) -> list[int]:
     """Registered ids of the stop controls; a format name works for formats ocml cannot
     render yet (``stop_ids("apertus", tokenizer=vocab.from_hf(...))``)."""
     tok = _tokenizer(enc, tokenizer)
@@ -84,13 +81,13 @@ def stop_ids(enc: Encoder | str, mode: str = "assistant", tokenizer: Tokenizer |
     return out
 
 
-def stop_strings(enc: Encoder | str, mode: str = "assistant", tokenizer: Tokenizer | None = None) -> list[str]:
+def stop_strings(enc: Codec | str, mode: str = "assistant", tokenizer: Tokenizer | None = None) -> list[str]:
     """Text spellings of the stop controls that are **not** registered (fallback mode)."""
     tok = _tokenizer(enc, tokenizer)
     return [n for n in stop_tokens(enc, mode) if tok.control_id(n) is None]
 
 
-def vllm_sampling_kwargs(enc: Encoder | str, mode: str = "assistant",
+def vllm_sampling_kwargs(enc: Codec | str, mode: str = "assistant",
                          tokenizer: Tokenizer | None = None) -> dict[str, Any]:
     """``SamplingParams(**kw)`` fields: ``stop_token_ids`` and ``stop`` (strings).
 
@@ -98,65 +95,6 @@ def vllm_sampling_kwargs(enc: Encoder | str, mode: str = "assistant",
     unless ``include_stop_str_in_output=True``.
     """
     return {"stop_token_ids": stop_ids(enc, mode, tokenizer), "stop": stop_strings(enc, mode, tokenizer)}
-
-
-@dataclass(frozen=True, slots=True)
-class EngineStop:
-    """Why an engine ended a stream whose stop it stripped (``engine_stop``), one of:
-
-    ``ids``: the stripped control, as the ids the model generated (its id, or its spelling
-    in fallback mode): the decoder reads them as if they had been streamed; ``stop_id``:
-    an id that is no control of the format (``<|endoftext|>``, a user stop id): the stream
-    ends there (a message still open is truncated, ``finish_reason`` ``stop``);
-    ``string``: a user stop string: the open message is cut there on purpose.
-    """
-
-    ids: tuple[int, ...] = ()
-    stop_id: int | None = None
-    string: str | None = None
-
-
-def engine_stop(enc: Encoder, stop_reason: int | str | None = None, *, eos: bool = False,
-                stop_controls: Mapping[str, str] | None = None, in_call: bool = False) -> EngineStop:
-    """What ``finish(stop_reason=..., eos=...)`` means for ``enc`` (see ``EngineStop``).
-
-    ``stop_reason``: the engine's matched stop - vLLM's ``CompletionOutput.stop_reason``
-    (an id of ``stop_token_ids`` or a string of ``stop``), a stop id, or a control's
-    spelling.  ``eos=True`` (the engine stopped on the tokenizer's end of sequence and
-    stripped it; vLLM: ``finish_reason == "stop"`` with ``stop_reason`` None): the format's
-    turn end - its tool-call stop (``<|call|>``, Apertus ``<|tools_suffix|>``) when
-    ``in_call`` (the stream is inside a tool call), else its first stop control
-    (``<|return|>``, ``<|im_end|>``, ``<|assistant_end|>``).  ``stop_controls``: the
-    decoder's control -> stop reason map (default: the format's for an assistant turn).
-    """
-    stops = enc.format.stop_reasons("assistant") if stop_controls is None else stop_controls
-    if eos is not True and eos is not False:
-        raise InputTypeError(f"eos must be True or False, got {eos!r}", field="eos")
-    if eos:
-        if stop_reason is not None:
-            raise InputError("give stop_reason or eos=True, not both", field="eos",
-                             hint="eos=True means the engine stopped on the end-of-sequence token and stripped it")
-        call = [c for c, r in stops.items() if r == "call"]
-        stop_reason = call[0] if in_call and call else next(iter(stops))
-    tok = enc.tokenizer
-    table = enc.format.table
-    controls = set(table.controls) | set(table.markers)
-    if isinstance(stop_reason, str) and stop_reason:
-        if stop_reason in controls:
-            i = tok.control_id(stop_reason)
-            return EngineStop(ids=(i,) if i is not None else tuple(tok.encode_text(stop_reason)))
-        return EngineStop(string=stop_reason)
-    if isinstance(stop_reason, Integral) and not isinstance(stop_reason, (bool, np.bool_)):
-        i = int(stop_reason)
-        if not 0 <= i < tok.n_vocab:
-            raise InputError(f"stop_reason {i} is not an id of {tok.name}", code="E-VOCAB-ID", field="stop_reason")
-        name = tok.special_ids.get(i)
-        if name is not None and name in controls and name not in enc.format.text_controls:
-            return EngineStop(ids=(i,))
-        return EngineStop(stop_id=i)
-    raise InputTypeError(f"stop_reason must be a stop id, a stop string or None, got {stop_reason!r}",
-                         field="stop_reason", hint="e.g. finish(stop_reason=output.stop_reason) with vLLM, "
-                         "or finish(eos=True) when the engine stopped on its end-of-sequence token")
 
 
 def _make_criteria_class(base: type) -> type:
@@ -236,7 +174,7 @@ def _hf_class(module: str, name: str, needs_torch: bool) -> type | None:
     return cls
 
 
-def hf_stopping_criteria(enc: Encoder | str, mode: str = "assistant", tokenizer: Tokenizer | None = None) -> Any:
+def hf_stopping_criteria(enc: Codec | str, mode: str = "assistant", tokenizer: Tokenizer | None = None) -> Any:
     """A ``transformers.StoppingCriteria`` for ``generate(stopping_criteria=[...])``.
 
     transformers (and torch) are imported lazily; when either is missing the
@@ -257,11 +195,11 @@ def _make_streamer_class(base: type) -> type:
     class OcmlStreamer(base):  # type: ignore[misc, valid-type]
         """A ``generate(streamer=...)`` streamer that reads the ids with ocml's decoder (see ``hf_streamer``)."""
 
-        def __init__(self, enc: Encoder, *, output: str = "chunks", role: str | None = "assistant",
+        def __init__(self, enc: Codec, *, output: str = "chunks", role: str | None = "assistant",
                      prefill: bool = False, timeout: float | None = None, **chunker_kw: Any) -> None:
-            from .encoder import Encoder
+            from .codec import Codec
 
-            expect(enc, Encoder, "enc", "an Encoder")
+            expect(enc, Codec, "enc", "an Encoder")
             if output not in ("chunks", "events"):
                 raise UnknownNameError(f"unknown streamer output {output!r}", field="output",
                                        hint="'chunks' (OpenAI chat.completion.chunk dicts) or 'events' (ocml events)")
@@ -318,13 +256,16 @@ def _make_streamer_class(base: type) -> type:
             if self.output == "events" and len(prompts) != 1:
                 raise InputError(f"output='events' streams one sequence, got a batch of {len(prompts)}",
                                  field="output", hint="output='chunks' streams a batch (choices[0].index = row)")
+            from .openai_chunks import Chunker
+            from .stream.decoder import StreamDecoder
+
             self.streams = []
             for r, prompt in enumerate(prompts):
                 kw: dict[str, Any] = {"prefill": prompt} if self.prefill else {"role": self.role}
                 if self.output == "chunks":
-                    self.streams.append(self.enc.chunker(index=r, **kw, **self.chunker_kw))
+                    self.streams.append(Chunker(self.enc, index=r, **kw, **self.chunker_kw))
                 else:
-                    self.streams.append(self.enc.decoder(**kw, **self.chunker_kw))
+                    self.streams.append(StreamDecoder(self.enc, **kw, **self.chunker_kw))
 
         def _send(self, row: int, items: list[Any]) -> None:
             for it in items:
@@ -333,7 +274,7 @@ def _make_streamer_class(base: type) -> type:
     return OcmlStreamer
 
 
-def hf_streamer(enc: Encoder, *, output: str = "chunks", role: str | None = "assistant", prefill: bool = False,
+def hf_streamer(enc: Codec, *, output: str = "chunks", role: str | None = "assistant", prefill: bool = False,
                 timeout: float | None = None, **kw: Any) -> Any:
     """A ``transformers`` streamer for ``model.generate(..., streamer=...)`` that reads the generated
     ids with ocml's stream decoder, iterable like ``TextIteratorStreamer``::

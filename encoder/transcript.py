@@ -30,7 +30,8 @@ from .messages import Conversation, CotPolicy, Mode, Options
 from .parse import TextSplitter
 
 if TYPE_CHECKING:
-    from .encoder import Encoder
+    from .codec import Codec, Renders
+    from .formats.base import Format
 
 VERSIONS = {"openchatml-2.2": "2.2", "openchatml-2.0": "2.0"}
 
@@ -42,27 +43,28 @@ class _TextOnly:
         return None
 
 
-def _text_format(enc: Encoder):  # type: ignore[no-untyped-def]
-    fmt = getattr(enc, "_text_format", None)
-    if fmt is None:
-        opts = ({"recipient_after_channel": enc.format.recipient_after_channel} if enc.format_name == "harmony"
-                else enc.format.init_options())
-        fmt = type(enc.format)(_TextOnly(), validate_bodies=False, **opts)  # type: ignore[arg-type]
-        enc._text_format = fmt  # type: ignore[attr-defined]
-    return fmt
+def _build_text_format(enc: Codec) -> Format:
+    opts = ({"recipient_after_channel": enc.format.recipient_after_channel} if enc.format_name == "harmony"
+            else enc.format.init_options())
+    return type(enc.format)(_TextOnly(), validate_bodies=False, **opts)  # type: ignore[arg-type]
 
 
-def _text_reader(enc: Encoder) -> tuple[TextSplitter, frozenset[str]]:
+def _text_format(enc: Codec) -> Format:
+    """The format on a tokenizer view with no controls (every control spelled as text): built once per codec."""
+    return enc.table(_build_text_format)
+
+
+def _build_text_reader(enc: Codec) -> tuple[TextSplitter, frozenset[str]]:
+    return TextSplitter(_text_format(enc).text_controls), frozenset(enc.format.table.markers)
+
+
+def _text_reader(enc: Codec) -> tuple[TextSplitter, frozenset[str]]:
     """The splitter for text where every control is spelled out, and the format's markers:
-    built once per encoder (parse_text is called per transcript)."""
-    hit = getattr(enc, "_text_reader", None)
-    if hit is None:
-        hit = (TextSplitter(_text_format(enc).text_controls), frozenset(enc.format.table.markers))
-        enc._text_reader = hit  # type: ignore[attr-defined]
-    return hit
+    built once per codec (parse_text is called per transcript)."""
+    return enc.table(_build_text_reader)
 
 
-def to_text(enc: Encoder, conversation: Any, *, mode: Mode, cot: CotPolicy | str | None, header: bool) -> str:
+def to_text(enc: Renders, conversation: Any, *, mode: Mode, cot: CotPolicy | str | None, header: bool) -> str:
     conv, keep = enc.prepare(conversation, cot)
     fmt = _text_format(enc)
     ctx = enc.format.context(conv)
@@ -119,7 +121,7 @@ def _split_header(text: str) -> tuple[dict[str, Any], str]:
     return meta, "\n".join(lines[rest_from:])
 
 
-def parse_text(enc: Encoder, text: str, *, strict: bool = False) -> Conversation:
+def parse_text(enc: Codec, text: str, *, strict: bool = False) -> Conversation:
     if not isinstance(text, str):
         raise InputError("parse_text() takes a str", field="text")
     check_text(text, index=None, field="text")  # the input policy: lone surrogates are refused, typed

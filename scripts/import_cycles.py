@@ -3,6 +3,8 @@ function-local and under TYPE_CHECKING alike): the strongly connected components
 module graph.  Issue 21's measure; run from anywhere:
 
     python scripts/import_cycles.py
+
+``tests/test_import_cycles.py`` imports these functions (the one home of the graph code).
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("encoder", "vocab")  # installed as ocml.encoder / ocml.vocab
 
 
-def modules() -> dict[str, Path]:
+def modules(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
+    """Dotted module name (as in the repository: ``encoder.x``) -> its file, for each package."""
     out = {}
-    for top in PACKAGES:
-        for p in (ROOT / top).rglob("*.py"):
-            parts = list(p.relative_to(ROOT).with_suffix("").parts)
+    for top in packages:
+        for p in (root / top).rglob("*.py"):
+            parts = list(p.relative_to(root).with_suffix("").parts)
             if parts[-1] == "__init__":
                 parts = parts[:-1]
             out[".".join(parts)] = p
@@ -27,6 +30,7 @@ def modules() -> dict[str, Path]:
 
 
 def edges(mods: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the package modules it imports, from every import statement in its file."""
     graph: dict[str, set[str]] = {m: set() for m in mods}
     for mod, path in mods.items():
         pkg = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]

@@ -60,6 +60,7 @@ from ..messages import CotPolicy
 from ..reasoning import Reasoning, parse_reasoning, think_block
 from ..pieces import CTL, TXT, MessagePlan, Piece
 from .base import Format, PlanContext
+from .chatml_fim import FIM_ROLE
 
 if TYPE_CHECKING:
     from ..frames import FrameMachine
@@ -74,7 +75,6 @@ _TOOLS_TAIL = ("\n</tools>\n\nFor each function call, return a json object with 
 #: stream / parse terminators of a chat frame, and of a fill-in-the-middle middle (``role="fim"``)
 CHAT_ENDS: dict[str, str] = {"<|im_end|>": "end", "</s>": "eos"}
 FIM_ENDS: dict[str, str] = {"</s>": "eos", "<|file_separator|>": "end", "<|fim_suffix|>": "end", "<|im_end|>": "end"}
-FIM_ROLE = "fim"
 
 
 class Layout(str, Enum):

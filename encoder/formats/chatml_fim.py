@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -40,11 +40,23 @@ from ..grammar.text import check_text
 from ..pieces import CTL, TXT, Piece
 
 if TYPE_CHECKING:
-    from ..encoder import Encoder
-    from .chatml import ChatML
+    from ocml.vocab import ControlTable
+
+    from ..codec import Codec
+    from ..grammar.escape import Escaper
 
 PRE, MID, SUF, SEP = "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|file_separator|>"
+#: the role a fill-in-the-middle middle is read as (``decoder(role="fim")``: after ``<|fim_middle|>``)
+FIM_ROLE = "fim"
 _SYNTHESIZED = -2
+
+
+class FimFormat(Protocol):
+    """What the FIM layout reads of its format (``ChatML``; a protocol, since ``chatml`` imports this module)."""
+
+    table: ControlTable
+    bos_eos: bool
+    escaper: Escaper
 
 
 class FimOrder(str, Enum):
@@ -112,7 +124,7 @@ def _files(files: Any) -> list[FimFile]:
     return out
 
 
-def fim_pieces(fmt: ChatML, *, prefix: Any, suffix: Any, middle: Any = None, order: Any = "psm", files: Any = (),
+def fim_pieces(fmt: FimFormat, *, prefix: Any, suffix: Any, middle: Any = None, order: Any = "psm", files: Any = (),
                path: Any = None, end: Any = "</s>") -> list[tuple[Piece, bool, int]]:
     """The pieces of a fill-in-the-middle document with their (trained, owner) flags."""
     prefix = _str(prefix, "prefix")
@@ -169,7 +181,7 @@ def fim_pieces(fmt: ChatML, *, prefix: Any, suffix: Any, middle: Any = None, ord
     return _write(fmt, out, fields)
 
 
-def _write(fmt: ChatML, entries: list[tuple[Piece, bool, int]],
+def _write(fmt: FimFormat, entries: list[tuple[Piece, bool, int]],
            fields: dict[int, str]) -> list[tuple[Piece, bool, int]]:
     """Each raw text written by the escape rule (``ocml.encoder.grammar.escape``) before what follows
     it; every text is between two controls, so each is a run of its own."""
@@ -210,7 +222,7 @@ class _Atoms:
         pass
 
 
-def parse_fim(enc: Encoder, ids: Sequence[int] | np.ndarray, *, prefix: str | None = None) -> FimDocument:
+def parse_fim(enc: Codec, ids: Sequence[int] | np.ndarray, *, prefix: str | None = None) -> FimDocument:
     from ..parse import parser_for
 
     if enc.format_name != "chatml":

@@ -21,7 +21,7 @@ from typing import Any
 from ..errors import HeaderError
 from ..frames import FrameMachine
 from ..grammar.headers import Header
-from .chatml import FIM_ROLE
+from .chatml_fim import FIM_ROLE
 
 START = "<|im_start|>"
 

@@ -61,7 +61,7 @@ def parse_header(text: str, *, harmony: bool, role: str | None = None, position:
     grammar: RoleGrammar = HARMONY if harmony else OPENCHATML
     if role is not None:
         # After a prefill the role may be repeated (harmony) or absent; the prefilled role was
-        # checked against the same grammar (``frames.prefill_role``).
+        # checked against the same grammar (``prefill.prefill_role``).
         if head and head[0] == role:
             head = head[1:]
         words = head

@@ -29,10 +29,10 @@ from .shapes import RecordShape, ShapeOptions
 from .text import end_of_text_id
 
 if TYPE_CHECKING:
-    from ..encoder import Encoder
+    from ..codec import Renders
 
 
-def wants(enc: Encoder, obj: Any) -> bool:
+def wants(enc: Renders, obj: Any) -> bool:
     """Is ``obj`` a record of a non-chat shape (cheap for the chat hot path)?"""
     if isinstance(obj, EXAMPLE_TYPES):
         return True
@@ -43,7 +43,7 @@ def wants(enc: Encoder, obj: Any) -> bool:
     return enc.shape == "auto" and "messages" not in obj and "role" not in obj and "conversations" not in obj
 
 
-def as_example(enc: Encoder, obj: Any) -> Any:
+def as_example(enc: Renders, obj: Any) -> Any:
     """The example (or Alpaca conversation dict) ``obj`` reads as."""
     if isinstance(obj, EXAMPLE_TYPES):
         return obj
@@ -54,7 +54,7 @@ def as_example(enc: Encoder, obj: Any) -> Any:
     return read_record(obj, shape, opts)
 
 
-def layout_record(enc: Encoder, obj: Any, mode: Mode, cot: Any, mask: Any) -> RenderJob:
+def layout_record(enc: Renders, obj: Any, mode: Mode, cot: Any, mask: Any) -> RenderJob:
     ex = as_example(enc, obj)
     if ex is None:  # a conversation after all (auto detection)
         return enc._layout_conversation(obj, mode, cot, mask)
@@ -105,7 +105,7 @@ def conversation_parts(ex: Any, opts: ShapeOptions) -> tuple[list[Any], list[Any
     return list(prompt), list(completion)
 
 
-def pc_conversation(enc: Encoder, ex: Any, mode: Mode, completion: list[Any] | None = None) -> Any:
+def pc_conversation(enc: Renders, ex: Any, mode: Mode, completion: list[Any] | None = None) -> Any:
     """The conversation of prompt + completion with the prompt's messages never trained
     (prompt mode: the prompt alone, rendered as the format's prompt)."""
     prompt, comp = conversation_parts(ex, enc.shape_options)
@@ -135,7 +135,7 @@ def relocated(exc: OcmlError, n: int, opts: ShapeOptions, completion_key: str | 
     return exc
 
 
-def text_job(enc: Encoder, parts: Any, *, eot: bool = True, owner_eot: int = 0) -> RenderJob:
+def text_job(enc: Renders, parts: Any, *, eot: bool = True, owner_eot: int = 0) -> RenderJob:
     """A job of plain text pieces ``(text, trained, owner)`` (+ the end-of-text id, trained),
     each encoded on its own with special tokens off."""
     job = RenderJob(Conversation(()), ())

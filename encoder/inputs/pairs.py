@@ -32,7 +32,7 @@ from .layout import conversation_parts, pc_conversation, relocated, text_job
 from .shapes import PAIR_SHAPES, RecordShape
 
 if TYPE_CHECKING:
-    from ..encoder import Encoder
+    from ..codec import Renders
     from ..render import RenderJob
 
 
@@ -60,7 +60,7 @@ class PairResult:
         return d
 
 
-def pair_example(enc: Encoder, record: Any) -> PreferencePair | KtoExample:
+def pair_example(enc: Renders, record: Any) -> PreferencePair | KtoExample:
     if isinstance(record, (PreferencePair, KtoExample)):
         return record
     shape = record_shape(record, enc.shape, enc.shape_options)
@@ -70,7 +70,7 @@ def pair_example(enc: Encoder, record: Any) -> PreferencePair | KtoExample:
     return read_record(record, shape, enc.shape_options)  # type: ignore[return-value]
 
 
-def _jobs(enc: Encoder, ex: PreferencePair | KtoExample) -> list[RenderJob]:
+def _jobs(enc: Renders, ex: PreferencePair | KtoExample) -> list[RenderJob]:
     """[prompt, prompt + side...] jobs for one example."""
     opts = enc.shape_options
     if not opts.completion_only_loss:
@@ -120,14 +120,14 @@ def _result(ex: PreferencePair | KtoExample, rendered: Sequence[Any]) -> PairRes
     return PairResult(ids, full[0].ids[cut:], full[0].mask[cut:], full[1].ids[cut:], full[1].mask[cut:])
 
 
-def render_pair(enc: Encoder, record: Any) -> PairResult:
+def render_pair(enc: Renders, record: Any) -> PairResult:
     """One preference pair / KTO example (a record in any of TRL's forms, or an example)."""
     out = render_pairs(enc, [record], errors="raise")[0]
     assert isinstance(out, PairResult)
     return out
 
 
-def render_pairs(enc: Encoder, records: Iterable[Any], errors: str = "raise") -> list[PairResult | OcmlError]:
+def render_pairs(enc: Renders, records: Iterable[Any], errors: str = "raise") -> list[PairResult | OcmlError]:
     """Many at once (one encode pass); ``errors="collect"`` puts the error in a bad record's slot."""
     if errors not in ("raise", "collect"):
         raise InputError(f"errors={errors!r}", field="errors", hint="'raise' or 'collect'")

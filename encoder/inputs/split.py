@@ -20,7 +20,7 @@ from .examples import TextExample
 from .shapes import OVERLONG_DEFAULT, RecordShape
 
 if TYPE_CHECKING:
-    from ..encoder import Encoder
+    from ..codec import Renders
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ def split_text_seq_len(shape: str, overlong_given: bool, run_policy: str, pack: 
     return seq_len if shape in ("auto", RecordShape.TEXT.value) else 0
 
 
-def _is_text(enc: Encoder, conv: Any) -> bool:
+def _is_text(enc: Renders, conv: Any) -> bool:
     if isinstance(conv, TextExample):
         return True
     if type(conv) is not dict:
@@ -56,7 +56,7 @@ def _is_text(enc: Encoder, conv: Any) -> bool:
         return False
 
 
-def split_text(enc: Encoder, convs: list[Any], locs: list[int], results: list[Any], seq_len: int
+def split_text(enc: Renders, convs: list[Any], locs: list[int], results: list[Any], seq_len: int
                ) -> tuple[list[int], list[Any], list[Presplit]]:
     """(locations, results, splits): overlong text results replaced by their pieces."""
     if not any(isinstance(r, RenderResult) and len(r) > seq_len for r in results):

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from ..errors import InputError
 from ..pack import DEFAULT_WINDOW, IGNORE, Overlong, Packed, Packer, PackReport, pack
 from ..pipeline.shards import Block, parquet_table
-from . import batches
+from .batches import BatchLike, column, column_names, num_rows, ragged
 from .columns import ERROR_COLUMNS, OVERLONG_CODE, PACKED_COLUMNS
 
 #: ``(document id, error_code, error)`` of a record missing from the packed rows.
@@ -38,14 +38,14 @@ Failure = tuple[int, str, str]
 class _Rendered:
     """One batch of rendered rows as a ragged document set plus its failed rows."""
 
-    def __init__(self, batch: batches.BatchLike, ids_of_rows: np.ndarray, need_message_index: bool) -> None:
-        ids, offsets, valid = batches.ragged(batches.column(batch, "input_ids"), np.int32)
-        names = batches.column_names(batch)
+    def __init__(self, batch: BatchLike, ids_of_rows: np.ndarray, need_message_index: bool) -> None:
+        ids, offsets, valid = ragged(column(batch, "input_ids"), np.int32)
+        names = column_names(batch)
         if "labels" in names:
-            labels, loff, _ = batches.ragged(batches.column(batch, "labels"), np.int64)
+            labels, loff, _ = ragged(column(batch, "labels"), np.int64)
             mask = labels != IGNORE
         elif "assistant_masks" in names:
-            m, loff, _ = batches.ragged(batches.column(batch, "assistant_masks"), np.int8)
+            m, loff, _ = ragged(column(batch, "assistant_masks"), np.int8)
             mask = m.astype(bool)
         else:
             raise InputError("rendered rows need a labels or assistant_masks column", field="labels",
@@ -57,7 +57,7 @@ class _Rendered:
             if "message_index" not in names:
                 raise InputError("overlong='truncate' needs the message_index column", field="message_index",
                                  hint="render with outputs=('input_ids', 'labels', 'message_index')")
-            message_index, moff, _ = batches.ragged(batches.column(batch, "message_index"), np.int32)
+            message_index, moff, _ = ragged(column(batch, "message_index"), np.int32)
             if not np.array_equal(moff, offsets):
                 raise InputError("message_index rows differ in length from input_ids", field="message_index")
         keep = np.flatnonzero(valid)  # failed rows (null input_ids) are not documents
@@ -68,17 +68,17 @@ class _Rendered:
         if len(failed):
             take = pa.array(failed)
             none = [None] * len(failed)
-            codes = batches.column(batch, "error_code").take(take).to_pylist() if "error_code" in names else none
-            texts = batches.column(batch, "error").take(take).to_pylist() if "error" in names else none
+            codes = column(batch, "error_code").take(take).to_pylist() if "error_code" in names else none
+            texts = column(batch, "error").take(take).to_pylist() if "error" in names else none
             self.failures = [(i, c or "E-INPUT", t or f"row {i} was not rendered")
                              for i, c, t in zip(ids_of_rows[failed].tolist(), codes, texts)]
 
 
-def _row_ids(batch: batches.BatchLike, id_column: str | None, first: int,
+def _row_ids(batch: BatchLike, id_column: str | None, first: int,
              indices: Sequence[int] | None) -> np.ndarray:
-    n = batches.num_rows(batch)
+    n = num_rows(batch)
     if id_column is not None:
-        col = batches.column(batch, id_column, pa.int64())
+        col = column(batch, id_column, pa.int64())
         if col.null_count:
             raise InputError(f"id column {id_column!r} has nulls", field=id_column)
         return col.to_numpy(zero_copy_only=False).astype(np.int64)
@@ -154,7 +154,7 @@ class OcmlPack:
     def __repr__(self) -> str:
         return f"<OcmlPack seq_len={self.seq_len} overlong={self.overlong.value}>"
 
-    def __call__(self, batch: batches.BatchLike, indices: Sequence[int] | None = None) -> pa.Table:
+    def __call__(self, batch: BatchLike, indices: Sequence[int] | None = None) -> pa.Table:
         r = _Rendered(batch, _row_ids(batch, self.id_column, 0, indices), self.overlong is Overlong.TRUNCATE)
         p = pack(r.docs, self.seq_len, pad_id=self.pad_id, overlong=self.overlong, window=None)
         table = packed_table(p)
@@ -191,7 +191,7 @@ class TablePacker:
     def failures(self) -> list[Failure]:
         return self._failed + overlong_failures(self.packer.report)
 
-    def add(self, batch: batches.BatchLike) -> Iterator[pa.Table]:
+    def add(self, batch: BatchLike) -> Iterator[pa.Table]:
         ids = _row_ids(batch, self.id_column, self.rows_seen, None)
         self.rows_seen += len(ids)
         r = _Rendered(batch, ids, self.packer.overlong is Overlong.TRUNCATE)
@@ -209,7 +209,7 @@ class TablePacker:
             yield packed_table(p)
 
 
-def pack_stream(tables: Iterable[batches.BatchLike], seq_len: int, **options: Any) -> Iterator[pa.Table]:
+def pack_stream(tables: Iterable[BatchLike], seq_len: int, **options: Any) -> Iterator[pa.Table]:
     """Pack a stream of rendered tables in one ordered pass (``TablePacker`` options)."""
     tp = TablePacker(seq_len, **options)
     for t in tables:

@@ -29,7 +29,7 @@ from ..errors import InputError, OcmlError, UnknownNameError
 from ..pipeline.readers import Chunk, Kind, Position, columns_for
 from ..pipeline.options import ocml_version
 from ..pipeline.workers import Rendered, RenderSpec, render_chunk
-from . import batches
+from .batches import BatchLike, column, column_names, list_array, num_rows, records
 from .columns import ERROR_COLUMNS, RENDER_COLUMNS, error_columns
 
 _BATCH_SOURCE = SimpleNamespace(display="the batch")  # ``columns_for`` names its source in errors
@@ -42,7 +42,7 @@ class OcmlRender:
     ``encoder_options`` (``mask``, ``cot``, ``validate_bodies``...: ``Encoder``'s keywords).
     Renders in ``train`` mode, like ``ocml pack``.  ``messages_field`` / ``tools_field``: the
     record's columns (see ``ocml.encoder.pipeline.records``; null keys in a struct-typed tools
-    column are dropped, see ``batches.records``); ``json_field``: a column holding each whole record as JSON
+    column are dropped, see ``records``); ``json_field``: a column holding each whole record as JSON
     text instead (``ray.data.read_text`` lines: no Arrow schema is inferred, so records of
     mixed shapes stay exactly as written).  ``outputs``: any of ``input_ids``, ``labels``
     (ids where trained, -100 elsewhere), ``assistant_masks`` (0/1), ``message_index``,
@@ -94,8 +94,8 @@ class OcmlRender:
     def __repr__(self) -> str:
         return f"<OcmlRender {self.encoder!r} outputs={list(self.outputs)}>"
 
-    def __call__(self, batch: batches.BatchLike, indices: Sequence[int] | None = None) -> Any:
-        n = batches.num_rows(batch)
+    def __call__(self, batch: BatchLike, indices: Sequence[int] | None = None) -> Any:
+        n = num_rows(batch)
         if indices is not None and len(indices) != n:
             raise InputError(f"{len(indices)} indices for {n} rows", field="indices")
         chunk, failed = self._chunk(batch, n)
@@ -121,14 +121,14 @@ class OcmlRender:
         return table
 
     # -- steps ---------------------------------------------------------------------
-    def _chunk(self, batch: batches.BatchLike, n: int) -> tuple[Chunk, dict[int, OcmlError]]:
+    def _chunk(self, batch: BatchLike, n: int) -> tuple[Chunk, dict[int, OcmlError]]:
         """The batch as a pipeline ``Chunk`` (location = row in the batch) and rows failed already."""
         failed: dict[int, OcmlError] = {}
         if self.json_field is None:
-            rows = batches.records(batch, self._record_columns(batch), prune=(self.tools_field,))
+            rows = records(batch, self._record_columns(batch), prune=(self.tools_field,))
             return _batch_chunk(Kind.JSON, rows), failed
         lines: list[Any] = []
-        for i, value in enumerate(batches.column(batch, self.json_field).to_pylist()):
+        for i, value in enumerate(column(batch, self.json_field).to_pylist()):
             if isinstance(value, str):
                 value = value.encode("utf-8")  # the pipeline's JSONL decoder reads raw lines
             elif not isinstance(value, bytes):
@@ -138,15 +138,15 @@ class OcmlRender:
             lines.append(value)
         return _batch_chunk(Kind.JSONL, lines), failed
 
-    def _record_columns(self, batch: batches.BatchLike) -> list[str] | None:
+    def _record_columns(self, batch: BatchLike) -> list[str] | None:
         """The columns ``ocml pack`` reads from a table (messages, tools, option columns); all
         columns when the batch has no messages column (every row then fails on its own)."""
         try:
-            return columns_for(_BATCH_SOURCE, batches.column_names(batch), self.messages_field, self.tools_field)
+            return columns_for(_BATCH_SOURCE, column_names(batch), self.messages_field, self.tools_field)
         except InputError:
             return None
 
-    def _table(self, batch: batches.BatchLike, n: int, out: Rendered, valid: np.ndarray,
+    def _table(self, batch: BatchLike, n: int, out: Rendered, valid: np.ndarray,
                failed: dict[int, OcmlError]) -> pa.Table:
         lengths = np.zeros(n, dtype=np.int64)
         lengths[out.locations] = np.diff(out.offsets)
@@ -159,17 +159,17 @@ class OcmlRender:
             if spec.values is None:
                 cols[name] = pa.array(lengths.astype(spec.dtype), mask=~valid)
             else:
-                cols[name] = batches.list_array(spec.values(rag).astype(spec.dtype, copy=False), offsets, valid)
+                cols[name] = list_array(spec.values(rag).astype(spec.dtype, copy=False), offsets, valid)
         if self.errors == "collect":
             cols.update(error_columns(n, failed))
         keep = self.keep
         if self.keep_all:
-            keep = tuple(batches.column_names(batch))
+            keep = tuple(column_names(batch))
             clash = set(keep) & set(cols)
             if clash:
                 raise InputError(f"input columns {sorted(clash)} have the names of output columns", field="keep",
                                  hint="rename them, or remove them from the input before rendering")
-        kept = {name: batches.column(batch, name) for name in keep}  # input columns first, as datasets orders them
+        kept = {name: column(batch, name) for name in keep}  # input columns first, as datasets orders them
         return pa.table(kept | cols)
 
 

@@ -121,7 +121,7 @@ def concat_results(results: Sequence[Any], message_index: bool = True
 
 def as_docs(docs: Any) -> Docs:
     """Any accepted packer input -> ``Docs`` (typed errors for everything else)."""
-    from ..encoder import Batch
+    from ..batch import Batch
     from ..render import RenderResult
 
     if isinstance(docs, Docs):
@@ -159,9 +159,10 @@ def resolve_pad_id(pad_id: int | None, encoder: Any) -> int:
     if encoder is None:
         raise InputError("no pad id: pass pad_id= or encoder=", field="pad_id",
                          hint="e.g. pack(docs, seq_len, encoder=enc) uses the tokenizer's pad / the format's end id")
-    from ..encoder import Encoder
+    from ..codec import Codec
+    from ..stops import stop_ids
 
-    if not isinstance(encoder, Encoder):
+    if not isinstance(encoder, Codec):
         raise InputTypeError(f"encoder must be an Encoder, got {type(encoder).__name__}", field="encoder")
     tok = encoder.tokenizer
     hf = getattr(tok, "_hf_object", None)  # the transformers object vocab.from_hf wrapped, if any
@@ -171,7 +172,7 @@ def resolve_pad_id(pad_id: int | None, encoder: Any) -> int:
             cid = tok.control_id(str(candidate))
             if cid is not None:
                 return cid
-    stops = encoder.stop_ids()
+    stops = stop_ids(encoder)
     if stops:
         return int(stops[0])
     raise InputError(f"{encoder!r} has no pad token and no registered stop id", field="pad_id",

@@ -26,7 +26,7 @@ from .bfd import best_fit_decreasing
 from .docs import Docs, as_array, ragged_docs, resolve_pad_id
 from .overlong import segments
 from .packed import IGNORE, Overlong, Packed, PackReport
-from .padding import check_multiple, padded
+from .padding import check_multiple, padded, positive_int
 from .rows import build_rows, label_buffer
 
 DEFAULT_WINDOW = 100_000  # documents per window when streaming
@@ -36,16 +36,6 @@ CARRY_DIVISOR = 8         # at most window // CARRY_DIVISOR bins stay open
 
 def parse_overlong(value: Overlong | str) -> Overlong:
     return as_enum(value, Overlong, "overlong", "overlong policy")
-
-
-def positive_int(value: Any, name: str, hint: str) -> int:
-    try:
-        n = operator.index(value)
-    except TypeError:
-        raise InputTypeError(f"{name} must be an integer, got {value!r}", field=name, hint=hint) from None
-    if n <= 0:
-        raise InputError(f"{name}={n} must be >= 1", field=name, hint=hint)
-    return n
 
 
 def concat_docs(parts: list[Docs]) -> Docs:

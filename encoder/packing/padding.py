@@ -13,17 +13,27 @@ padded lengths, as context-parallel attention needs).  Packing places the padded
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, InputTypeError
+
+
+def positive_int(value: Any, name: str, hint: str) -> int:
+    """``value`` as an int >= 1 (typed errors naming ``name``): packing's sizes."""
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise InputTypeError(f"{name} must be an integer, got {value!r}", field=name, hint=hint) from None
+    if n <= 0:
+        raise InputError(f"{name}={n} must be >= 1", field=name, hint=hint)
+    return n
 
 
 def check_multiple(multiple: Any, seq_len: int) -> int:
     """``multiple`` as an int >= 1 (None -> 1) that divides ``seq_len``."""
-    from .packer import positive_int
-
     if multiple is None:
         return 1
     n = positive_int(multiple, "pad_to_multiple_of", "e.g. 8 (tensor cores) or 2 x context-parallel size")

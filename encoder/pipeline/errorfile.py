@@ -15,12 +15,33 @@ from typing import Any
 
 from ..errors import OcmlError
 from .readers import Source
-from .report import format_error
 from .resume import reopen_log
 from .workers import RecordError
 
 ERRORS = "errors.jsonl"
 SHOW_ERRORS = 10  # bad records printed as they come (with a progress bar); all go to errors.jsonl
+
+
+def where(e: dict[str, Any]) -> str:
+    """``file:line 17`` / ``file:row 16`` for one errors.jsonl entry."""
+    for key in ("line", "row", "item"):
+        if key in e:
+            return f"{e['file']}:{key} {e[key]}" if key != "line" else f"{e['file']}:{e[key]}"
+    return str(e.get("file"))
+
+
+def format_error(e: dict[str, Any]) -> str:
+    text = f"{where(e)}: [{e['code']}] {e['message']}"
+    loc = []
+    if e.get("message_index") is not None:
+        loc.append(f"message {e['message_index']}")
+    if e.get("field") is not None:
+        loc.append(f"field {e['field']!r}")
+    if loc:
+        text += f" (at {', '.join(loc)})"
+    if e.get("hint"):
+        text += f". Hint: {e['hint']}"
+    return text
 
 
 class StrictStop(OcmlError):

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from .errorfile import ERRORS, format_error
+
 OVERLONG = "overlong.jsonl"  # every dropped / truncated / split document, by file and line
 
 
@@ -126,28 +128,6 @@ def error_summary(errors_path: Path, limit: int = 10) -> dict[str, Any]:
     return log_summary(errors_path, "code", limit)
 
 
-def where(e: dict[str, Any]) -> str:
-    """``file:line 17`` / ``file:row 16`` for one errors.jsonl entry."""
-    for key in ("line", "row", "item"):
-        if key in e:
-            return f"{e['file']}:{key} {e[key]}" if key != "line" else f"{e['file']}:{e[key]}"
-    return str(e.get("file"))
-
-
-def format_error(e: dict[str, Any]) -> str:
-    text = f"{where(e)}: [{e['code']}] {e['message']}"
-    loc = []
-    if e.get("message_index") is not None:
-        loc.append(f"message {e['message_index']}")
-    if e.get("field") is not None:
-        loc.append(f"field {e['field']!r}")
-    if loc:
-        text += f" (at {', '.join(loc)})"
-    if e.get("hint"):
-        text += f". Hint: {e['hint']}"
-    return text
-
-
 def format_report(r: dict[str, Any]) -> str:
     """The summary printed at the end of ``ocml pack`` (also what ``report.json`` holds)."""
     c = r["counts"]
@@ -223,8 +203,6 @@ def overlong_entries(where: Any, report: Any, **extra: Any) -> list[str]:
 
 def errors_section(out: Path, max_bad_fraction: float, bad: int, records: int) -> dict[str, Any]:
     """The report's ``errors``: counts by code, the first bad records, the gate's limit and the fraction."""
-    from .errorfile import ERRORS
-
     return {"file": ERRORS, **error_summary(out / ERRORS), "max_bad_fraction": max_bad_fraction,
             "bad_fraction": bad / records if records else 0.0}
 

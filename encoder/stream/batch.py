@@ -113,7 +113,7 @@ from ..messages import Message
 from .decoder import StreamDecoder
 
 if TYPE_CHECKING:
-    from ..encoder import Encoder
+    from ..codec import Codec
 
 __all__ = ["BatchDecoder", "BatchParseError", "batch_decoder", "MAX_LANES", "VECTOR_MIN_ROWS"]
 
@@ -160,7 +160,7 @@ class _Lane:
 class BatchDecoder:
     """B stream decoders stepped together (see the module docstring)."""
 
-    def __init__(self, enc: Encoder, batch_size: int, role: str | None = "assistant", *,
+    def __init__(self, enc: Codec, batch_size: int, role: str | None = "assistant", *,
                  pad_id: int | None = -1, vectorized: bool | None = None, **decoder_kwargs: Any) -> None:
         n = _int(batch_size, "batch_size")
         if n < 1:
@@ -461,6 +461,6 @@ class BatchDecoder:
         return r
 
 
-def batch_decoder(enc: Encoder, n: int, role: str | None = "assistant", **kw: Any) -> BatchDecoder:
+def batch_decoder(enc: Codec, n: int, role: str | None = "assistant", **kw: Any) -> BatchDecoder:
     """``BatchDecoder(enc, n, role, **kw)``."""
     return BatchDecoder(enc, n, role, **kw)

@@ -1,5 +1,11 @@
 """Incremental decoder: sampled ids in, typed events out.
 
+(Over 500 lines on purpose: a fifth is this docstring, the stream's contract; the rest is one
+class, ``StreamDecoder``, whose feed / stop / finish paths share per-stream state and the lean
+per-token path, so splitting it would spread one state machine over modules.  What is per
+codec, not per stream, lives beside it: ``codec_tables`` (scanner tables, stop-string check)
+and ``engine_stop`` (an engine's stripped stop).)
+
 ``StreamDecoder`` puts the byte-level scanner (``ocml.encoder.stream.scanner``: ids ->
 atoms, controls recognised as registered ids *or* as text, minimal holdback,
 incremental UTF-8) in front of the shared ``FrameMachine`` (``ocml.encoder.frames``), so
@@ -120,69 +126,18 @@ from ocml.vocab.errors import as_ints, as_strings
 
 from ..errors import InputError, InputTypeError, ParseError
 from ..events import Delta, Error, Event, MessageEnd, MessageStart, Stop
-from ..frames import prefill_role
 from ..messages import Message
-from .lexicon import lexicon
+from .engine_stop import engine_stop
 from .route import AtomRouter
-from ..prefill import prefill_ids
-from .scanner import Control, InvalidId, Scanner, ScannerTables, Special, StopString, Text
+from ..prefill import prefill_ids, prefill_role
+from .codec_tables import tables_for
+from .scanner import Control, InvalidId, Scanner, Special, StopString, Text
 
 if TYPE_CHECKING:
-    from ..encoder import Encoder
+    from ..codec import Codec
     from ..openai_message import ChatChoice
 
 __all__ = ["StreamDecoder", "tables_for"]
-
-
-def ends_inside(stop: str, control: str) -> bool:
-    """Can ``stop`` end strictly inside ``control``'s spelling (after its first character,
-    before its last)?  Then the scanner, where the earliest end wins, would read the stop
-    string and lose the control."""
-    for j in range(1, len(control)):
-        if len(stop) <= j:
-            if control[j - len(stop):j] == stop:
-                return True
-        elif stop.endswith(control[:j]):
-            return True
-    return False
-
-
-def check_stop_strings(enc: Encoder, stop_strings: Sequence[str]) -> None:
-    """Refuse stop strings that could cut a control spelled as text (fallback mode only:
-    registered controls are ids, their spelling is ordinary text)."""
-    for k, stop in enumerate(stop_strings):
-        if not isinstance(stop, str) or not stop:
-            raise InputError(f"stop string {stop!r} is not a non-empty string", field=f"stop_strings[{k}]")
-        clash = next((c for c in enc.format.text_controls if ends_inside(stop, c)), None)
-        if clash is not None:
-            raise InputError(
-                f"stop string {stop!r} can end inside {clash}, which this tokenizer spells as text: "
-                "the stop would fire in the middle of the control and break the message structure",
-                code="E-STOP-OVERLAPS-CONTROL", field=f"stop_strings[{k}]",
-                hint="use a stop string that is not part of a control's spelling, or register the "
-                     "format's controls on the tokenizer (vocab.load(..., register=...)) so they are ids")
-
-
-def tables_for(enc: Encoder, stop_strings: Sequence[str] = ()) -> ScannerTables:
-    """Scanner tables for ``enc`` (+ user stop strings), cached on the encoder."""
-    key = tuple(dict.fromkeys(stop_strings))
-    cache: dict[tuple[str, ...], ScannerTables] | None = getattr(enc, "_stream_tables", None)
-    if cache is None:
-        cache = {}
-        enc._stream_tables = cache  # type: ignore[attr-defined]
-    t = cache.get(key)
-    if t is None:
-        check_stop_strings(enc, stop_strings)  # once per (encoder, stop strings), like the tables
-        lx = lexicon(enc)  # what is a control, a special, a text control: shared with Encoder.parse
-        # Another profile of this encoder already decoded every token: share the strings.
-        shared = next(iter(cache.values()), None)
-        t = ScannerTables(enc.tokenizer.token_bytes_table, lx.n_vocab, control_ids=lx.control_ids,
-                          other_special_ids=lx.special_ids, text_controls=lx.text_controls,
-                          escapable=bool(lx.text_controls), stop_strings=key, literal_controls=lx.literal,
-                          token_text=None if shared is None else shared.token_text,
-                          run_prefix=lx.run_prefix)  # dropped where Encoder.parse drops it
-        cache[key] = t
-    return t
 
 
 def _id_list(ids: object) -> list:
@@ -203,13 +158,14 @@ def _id_list(ids: object) -> list:
 class StreamDecoder:
     """Incremental ids -> events decoder for one stream (see the module docstring)."""
 
-    def __init__(self, enc: Encoder, role: str | None = None, *, strict: bool = False,
+    def __init__(self, enc: Codec, role: str | None = None, *, strict: bool = False,
                  stop_strings: Sequence[str] = (), stop_channels: Iterable[str] | None = ("final",),
                  stop_ids: Iterable[int] = (), include_stop_str_in_output: bool = False,
                  prefill: object = None) -> None:
         self.enc = enc
         # an open message to continue (render(..., mode="continue")): its ids, read at reset()
-        self.prefill = None if prefill is None else prefill_ids(enc, prefill)
+        # (a prefill given as messages is rendered: by the facade, an Encoder, which is a Codec)
+        self.prefill = None if prefill is None else prefill_ids(enc, prefill)  # type: ignore[arg-type]
         if self.prefill is not None and role is not None:
             raise InputError("give role= or prefill=, not both: a prefill is the whole prompt", field="role")
         self.role = prefill_role(enc.format, role)
@@ -389,8 +345,6 @@ class StreamDecoder:
             return []
         if stop_reason is None and not eos:
             return self._close_stream(self._end_stream)
-        from ..stops import engine_stop
-
         fm = self.fm
         h = getattr(fm, "_h", None)  # the open message's header (a call?)
         in_call = fm.state == "calls" or (fm.state == "content" and h is not None

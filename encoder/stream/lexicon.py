@@ -22,9 +22,11 @@ from typing import TYPE_CHECKING
 from .route import LITERAL_CLOSE, LITERAL_OPEN
 
 if TYPE_CHECKING:
-    from ..encoder import Encoder
+    from ocml.vocab import Tokenizer
 
-__all__ = ["Lexicon", "lexicon"]
+    from ..formats.base import Format
+
+__all__ = ["Lexicon", "build_lexicon"]
 
 
 @dataclass(frozen=True)
@@ -42,22 +44,18 @@ class Lexicon:
         return frozenset(self.control_ids.values())
 
 
-def lexicon(enc: Encoder) -> Lexicon:
-    """``enc``'s lexicon, built once and cached on the encoder."""
-    lx: Lexicon | None = getattr(enc, "_lexicon", None)
-    if lx is None:
-        tok = enc.tokenizer
-        table = enc.format.table
-        text_controls = tuple(enc.format.text_controls)
-        known = (set(table.controls) | set(table.markers)) - set(text_controls)
-        n = tok.n_vocab
-        controls: dict[int, str] = {}
-        specials: dict[int, str] = {}
-        for name, i in tok.specials.items():
-            if 0 <= i < n:
-                (controls if name in known else specials)[i] = name
-        every = set(table.controls)
-        literal = (LITERAL_OPEN, LITERAL_CLOSE) if {LITERAL_OPEN, LITERAL_CLOSE} <= every else None
-        lx = Lexicon(controls, specials, text_controls, literal, tok.run_prefix, n)
-        enc._lexicon = lx  # type: ignore[attr-defined]
-    return lx
+def build_lexicon(format: Format, tokenizer: Tokenizer) -> Lexicon:
+    """The lexicon of ``format`` on ``tokenizer`` (``Codec.lexicon`` builds it once per codec)."""
+    tok = tokenizer
+    table = format.table
+    text_controls = tuple(format.text_controls)
+    known = (set(table.controls) | set(table.markers)) - set(text_controls)
+    n = tok.n_vocab
+    controls: dict[int, str] = {}
+    specials: dict[int, str] = {}
+    for name, i in tok.specials.items():
+        if 0 <= i < n:
+            (controls if name in known else specials)[i] = name
+    every = set(table.controls)
+    literal = (LITERAL_OPEN, LITERAL_CLOSE) if {LITERAL_OPEN, LITERAL_CLOSE} <= every else None
+    return Lexicon(controls, specials, text_controls, literal, tok.run_prefix, n)

@@ -23,7 +23,7 @@ from ..formats.harmony_content import DEFAULT_KNOWLEDGE_CUTOFF, DEFAULT_MODEL_ID
 from .profiles import profile_for, profile_row
 
 if TYPE_CHECKING:
-    from ..encoder import Encoder
+    from ..codec import Renders
 
 BUILTIN_NAMESPACES = ("browser", "python")
 _REGION = re.compile(r"\{#- @(inference|training)\b.*?-#\}(.*?)\{#- @end -#\}", re.S)
@@ -88,7 +88,7 @@ def _sources(names: tuple[str, ...]) -> tuple[str, str]:
     return variant("inference"), variant("training")
 
 
-def _mask_literal(enc: Encoder) -> dict[str, Any]:
+def _mask_literal(enc: Renders) -> dict[str, Any]:
     m = enc.mask
     return {
         "roles": sorted(m.roles),
@@ -99,7 +99,7 @@ def _mask_literal(enc: Encoder) -> dict[str, Any]:
     }
 
 
-def chat_template(enc: Encoder, training: bool = False) -> str:
+def chat_template(enc: Renders, training: bool = False) -> str:
     """The Jinja chat template of ``enc``'s format, tokenizer-independent text.
 
     ``training=True`` adds ``{% generation %}`` blocks around exactly the tokens ``enc``

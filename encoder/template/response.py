@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UnrepresentableError
 
 if TYPE_CHECKING:
-    from ..encoder import Encoder
+    from ..codec import Codec
 
 __all__ = ["response_template"]
 
@@ -103,7 +103,7 @@ def _dropped(open_: str, close: str | None = None) -> dict[str, Any]:
     return f
 
 
-def response_template(enc: Encoder) -> dict[str, Any]:
+def response_template(enc: Codec) -> dict[str, Any]:
     """The ``response_template`` dict of ``enc``'s format (see the module docstring)."""
     if enc.fallback_controls:
         raise UnrepresentableError("no response template in fallback mode: the controls are text",

@@ -21,19 +21,19 @@ from typing import TYPE_CHECKING, Any
 from ocml.vocab.errors import DependencyError
 
 from ..errors import UnrepresentableError
-from ..stops import stop_tokens
+from ..stops import stop_ids, stop_tokens
 from .export import chat_template
 from .response import response_template
 
 if TYPE_CHECKING:
-    from ..encoder import Encoder
+    from ..codec import Renders
 
 TRAINING_TEMPLATE_NAME = "training"
 #: pad candidates, in order; without one the tokenizer keeps its own pad, else pads with eos
 PAD_CANDIDATES = ("<|endoftext|>", "<|pad|>", "</s>")
 
 
-def special_roles(enc: Encoder) -> dict[str, str]:
+def special_roles(enc: Renders) -> dict[str, str]:
     """``eos_token`` (the format's first stop token: the answer's end) and, where the
     vocabulary has one of ``PAD_CANDIDATES``, ``pad_token``; all registered specials."""
     specials = enc.tokenizer.specials
@@ -49,7 +49,7 @@ def special_roles(enc: Encoder) -> dict[str, str]:
     return roles
 
 
-def hf_tokenizer(enc: Encoder) -> Any:
+def hf_tokenizer(enc: Renders) -> Any:
     """``enc``'s tokenizer as a ``PreTrainedTokenizerFast``: both templates, eos, pad, controls."""
     templates = {"default": chat_template(enc, training=False),  # first: refuses fallback mode
                  TRAINING_TEMPLATE_NAME: chat_template(enc, training=True)}
@@ -62,9 +62,9 @@ def hf_tokenizer(enc: Encoder) -> Any:
     return hf
 
 
-def generation_config(enc: Encoder, hf: Any) -> dict[str, Any]:
+def generation_config(enc: Renders, hf: Any) -> dict[str, Any]:
     """``generate`` stops on every stop id (answer end and tool call), pads with the pad id."""
-    return {"eos_token_id": enc.stop_ids(), "pad_token_id": hf.pad_token_id}
+    return {"eos_token_id": stop_ids(enc), "pad_token_id": hf.pad_token_id}
 
 
 #: the class name every transformers version since 4.x resolves (5.x names its fast tokenizer
@@ -93,7 +93,7 @@ def portable_config(out: Path, templates: dict[str, str]) -> None:
     shutil.rmtree(out / "additional_chat_templates", ignore_errors=True)
 
 
-def save_pretrained(enc: Encoder, directory: str | Path) -> Path:
+def save_pretrained(enc: Renders, directory: str | Path) -> Path:
     """Write ``enc``'s tokenizer, chat templates and generation config to ``directory``."""
     try:
         from transformers import GenerationConfig
