@@ -48,7 +48,9 @@ Layout: every folder has one job (the repository's ``encoder/`` and ``vocab/`` i
 
 Top-level modules of ``encoder/``, by job:
 
-  facade      encoder (``Encoder``), pack (``ocml.pack``), errors (``vocab.errors`` re-exported)
+  facade      encoder (``Encoder``: the public facade over ``codec``), pack (``ocml.pack``), errors (``vocab.errors`` re-exported)
+  codec       codec (format + tokenizer + the tables features build once; what every feature
+              takes), batch (``Batch``: many renders at once)
   model       messages (``Conversation``, ``Message``, ``Options``), pieces (what a format hands
               the renderer), events (what reading back yields)
   render      render (pieces -> ids, mask, message index), textenc (text pieces -> ids), runs

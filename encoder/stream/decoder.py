@@ -1,10 +1,10 @@
 """Incremental decoder: sampled ids in, typed events out.
 
-(Over 500 lines on purpose: a fifth is this docstring, the stream's contract; the rest is one
+Size: over 500 lines on purpose: a fifth is this docstring, the stream's contract; the rest is one
 class, ``StreamDecoder``, whose feed / stop / finish paths share per-stream state and the lean
 per-token path, so splitting it would spread one state machine over modules.  What is per
 codec, not per stream, lives beside it: ``codec_tables`` (scanner tables, stop-string check)
-and ``engine_stop`` (an engine's stripped stop).)
+and ``engine_stop`` (an engine's stripped stop).
 
 ``StreamDecoder`` puts the byte-level scanner (``ocml.encoder.stream.scanner``: ids ->
 atoms, controls recognised as registered ids *or* as text, minimal holdback,
