@@ -45,9 +45,7 @@ class _TextOnly:
 def _text_format(enc: Encoder):  # type: ignore[no-untyped-def]
     fmt = getattr(enc, "_text_format", None)
     if fmt is None:
-        opts = ({"recipient_after_channel": enc.format.recipient_after_channel} if enc.format_name == "harmony"
-                else enc.format.init_options())
-        fmt = type(enc.format)(_TextOnly(), validate_bodies=False, **opts)  # type: ignore[arg-type]
+        fmt = type(enc.format)(_TextOnly(), validate_bodies=False, **enc.format.init_options())  # type: ignore[arg-type]
         enc._text_format = fmt  # type: ignore[attr-defined]
     return fmt
 

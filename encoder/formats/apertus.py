@@ -61,7 +61,6 @@ STARTS = {"system": "<|system_start|>", "developer": "<|developer_start|>", "use
           "assistant": "<|assistant_start|>"}
 ENDS = {"system": "<|system_end|>", "developer": "<|developer_end|>", "user": "<|user_end|>",
         "assistant": "<|assistant_end|>"}
-STOP_REASONS = {"<|assistant_end|>": "end", "</s>": "eos", "<|tools_suffix|>": "call"}
 
 
 class Apertus(Format):
@@ -203,9 +202,6 @@ class Apertus(Format):
         # parse and the stream decoder read alike: the decoder stops at <|tools_suffix|> (a stop
         # token) and ends the stream there, where the machine closes the turn with reason "call"
         return ApertusMachine(strict=strict, role=role, emit=emit)
-
-    def stop_reasons(self, role: str | None) -> Mapping[str, str]:
-        return STOP_REASONS
 
 
 def _raw(text: str) -> str:

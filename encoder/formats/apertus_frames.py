@@ -23,6 +23,7 @@ from typing import Any
 from ..events import new_delta
 from ..frames import FrameMachine
 from ..grammar.headers import Header
+from ..grammar.terminators import terminators_of
 from ..messages import Message
 from .apertus_blocks import (
     END_TOOLS,
@@ -52,7 +53,10 @@ CHANNELS = {THOUGHTS: ("analysis", False), RESPONSE: ("final", True), TOOL_CALLS
 
 class ApertusMachine(FrameMachine):
     def __init__(self, *, strict: bool, role: str | None, emit: Callable[[Any], None] | None) -> None:
-        super().__init__(harmony=False, strict=strict, role=None, emit=emit)
+        # the reason each end control gives (system/developer/user ends, <|assistant_end|>, </s>,
+        # <|tools_suffix|>): the token data's (``ocml.encoder.grammar.terminators``)
+        super().__init__(harmony=False, strict=strict, role=None, emit=emit,
+                         terminators=terminators_of("apertus").reasons)
         self._turn = False
         if role == "assistant":  # prefilled "<|assistant_start|>"
             self._open_turn(0)
@@ -156,7 +160,7 @@ class ApertusMachine(FrameMachine):
                 self._outputs = []
                 self._mode = "after_call"
                 self.error("E-PARSE-TOOL-OUTPUT", "the ids end inside tool outputs", position, text or None)
-            self._close_turn("call", position)
+            self._close_turn(self.terminators[END_TOOLS], position)
             return
         if self._turn and self.state != "content":  # inside a call list or outputs
             self.error("E-STREAM-TRUNCATED", "the stream ended inside a tool call or its outputs", position)
@@ -204,7 +208,7 @@ class ApertusMachine(FrameMachine):
         elif self.state == "content":  # a system / developer / user message
             role = self._h.role if self._h is not None else ""
             if name == ENDS.get(role):
-                self.close("end", position)
+                self.close(self.terminators[name], position)
             elif name in STARTS or name == TURN_START:
                 self.error("E-PARSE-UNTERMINATED", "a new message started before this one ended", position)
                 self.close("truncated", position)
@@ -250,10 +254,8 @@ class ApertusMachine(FrameMachine):
             self._mode = "calls"
             self.state = "calls"
             self.channel, self.visible = CHANNELS[TOOL_CALLS]
-        elif name == TURN_END:
-            self._close_turn("end", position)
-        elif name == "</s>":
-            self._close_turn("eos", position)
+        elif name == TURN_END or name == "</s>":
+            self._close_turn(self.terminators[name], position)
         elif name in STARTS or name == TURN_START:
             self.error("E-PARSE-UNTERMINATED", "a new message started before this turn ended", position)
             self._close_turn("truncated", position)

@@ -28,7 +28,6 @@ from .harmony_sections import DeveloperContent, SystemContent, developer_text, s
 
 class OpenChatML22(Format):
     name: ClassVar[str] = "openchatml-2.2"
-    return_token: ClassVar[str | None] = "<|return|>"
     ATTRS: ClassVar[tuple[str, ...]] = ("recipient", "call_id", "name", "intent", "content_type")
     has_constrain: ClassVar[bool] = True
 
