@@ -52,6 +52,10 @@ class Format:
     #: headers are read by Harmony's grammar (``ocml.encoder.grammar.headers``: a tool's name as
     #: the role word, ``ROLE:NAME``, a bare content type): the format's own declaration
     harmony_headers: ClassVar[bool] = False
+    #: (message field, attribute) pairs a header writes as `` attribute=value``, in order (OpenChatML §6)
+    header_attributes: ClassVar[tuple[tuple[str, str], ...]] = ()
+    #: a message's ``constrain`` is written as ``<|constrain|>TYPE`` (OpenChatML 2.0 drops it)
+    has_constrain: ClassVar[bool] = True
 
     def __init__(self, tokenizer: Tokenizer, *, validate_bodies: bool = True) -> None:
         self.tokenizer = tokenizer

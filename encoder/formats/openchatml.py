@@ -28,8 +28,9 @@ from .harmony_sections import DeveloperContent, SystemContent, developer_text, s
 
 class OpenChatML22(Format):
     name: ClassVar[str] = "openchatml-2.2"
-    ATTRS: ClassVar[tuple[str, ...]] = ("recipient", "call_id", "name", "intent", "content_type")
-    has_constrain: ClassVar[bool] = True
+    header_attributes: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("recipient", "to"), ("call_id", "call_id"), ("name", "name"), ("intent", "intent"),
+        ("content_type", "content_type"))
 
     def __init__(self, tokenizer, *, validate_bodies: bool = True, require_call_ids: bool = False) -> None:  # type: ignore[no-untyped-def]
         super().__init__(tokenizer, validate_bodies=validate_bodies)
@@ -70,8 +71,7 @@ class OpenChatML22(Format):
         return super().plain_body(m)
 
     def header_attrs(self, m: Message) -> str:
-        return attrs([("to", m.recipient), ("call_id", m.call_id), ("name", m.name), ("intent", m.intent),
-                      ("content_type", m.content_type)])
+        return attrs([(attr, getattr(m, key)) for key, attr in self.header_attributes])
 
     def plan(self, m: Message, end: str, ctx: PlanContext) -> MessagePlan:
         header: list[Piece] = []
@@ -112,6 +112,7 @@ class OpenChatML20(OpenChatML22):
     """
 
     name: ClassVar[str] = "openchatml-2.0"
+    header_attributes: ClassVar[tuple[tuple[str, str], ...]] = (("recipient", "to"), ("name", "name"))
     has_constrain: ClassVar[bool] = False
 
     def normalize(self, conv: Conversation) -> Conversation:
@@ -122,6 +123,3 @@ class OpenChatML20(OpenChatML22):
 
     def validate(self, conv: Conversation) -> None:
         Format.validate(self, conv)
-
-    def header_attrs(self, m: Message) -> str:
-        return attrs([("to", m.recipient), ("name", m.name)])
