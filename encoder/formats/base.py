@@ -46,6 +46,8 @@ class Format:
     after_message: ClassVar[tuple[Piece, ...]] = ()
     #: what ``to_text`` puts between two messages (the transcript is otherwise the render's text)
     transcript_joiner: ClassVar[str] = "\n"
+    #: the ``version`` a transcript's YAML document header names (None: transcripts have no header)
+    transcript_version: ClassVar[str | None] = None
     #: reasoning is written inside its answer's frame (ChatML ``reasoning="think"``): the CoT
     #: policy then applies before ``normalize`` builds the frames (``Encoder.prepare``)
     inline_reasoning: bool = False

@@ -28,6 +28,7 @@ from .harmony_sections import DeveloperContent, SystemContent, developer_text, s
 
 class OpenChatML22(Format):
     name: ClassVar[str] = "openchatml-2.2"
+    transcript_version: ClassVar[str | None] = "2.2"
     header_attributes: ClassVar[tuple[tuple[str, str], ...]] = (
         ("recipient", "to"), ("call_id", "call_id"), ("name", "name"), ("intent", "intent"),
         ("content_type", "content_type"))
@@ -112,6 +113,7 @@ class OpenChatML20(OpenChatML22):
     """
 
     name: ClassVar[str] = "openchatml-2.0"
+    transcript_version: ClassVar[str | None] = "2.0"
     header_attributes: ClassVar[tuple[tuple[str, str], ...]] = (("recipient", "to"), ("name", "name"))
     has_constrain: ClassVar[bool] = False
 
