@@ -85,7 +85,8 @@ class FrameMachine:
                  emit: Callable[[Event], None] | None = None, markers: frozenset[str] = frozenset(),
                  terminators: Mapping[str, str] | None = None) -> None:
         self.harmony = harmony
-        self.terminators: Mapping[str, str] = start_frame_terminators() if terminators is None else terminators
+        # a plain dict of its own: looked up at every control (the shared tables are read-only views)
+        self.terminators: dict[str, str] = dict(start_frame_terminators() if terminators is None else terminators)
         self.strict = strict
         self.markers = markers
         self.messages: list[Message] = []

@@ -297,7 +297,3 @@ class PlanContext:
 
     def __init__(self, has_function_tools: bool = False) -> None:
         self.has_function_tools = has_function_tools
-
-
-def attrs(pairs: Sequence[tuple[str, str | None]]) -> str:
-    return "".join(f" {k}={v}" for k, v in pairs if v is not None)

@@ -16,12 +16,13 @@ they are text.  In text mode (controls not registered) content is escaped
 from __future__ import annotations
 
 import re
+from operator import attrgetter
 from typing import ClassVar
 
 from ..errors import CallSchemaError
 from ..messages import Conversation, Message
 from ..pieces import CTL, TXT, MessagePlan, Piece
-from .base import Format, PlanContext, attrs
+from .base import Format, PlanContext
 from .harmony import _synthesize
 from .harmony_sections import DeveloperContent, SystemContent, developer_text, system_text
 
@@ -36,6 +37,9 @@ class OpenChatML22(Format):
     def __init__(self, tokenizer, *, validate_bodies: bool = True, require_call_ids: bool = False) -> None:  # type: ignore[no-untyped-def]
         super().__init__(tokenizer, validate_bodies=validate_bodies)
         self.require_call_ids = require_call_ids
+        # header_attributes read as one C call per message (plan runs per message with a non-plain body)
+        self._attr_names = tuple(attr for _, attr in self.header_attributes)
+        self._attr_values = attrgetter(*(key for key, _ in self.header_attributes))
         markers = [mk for mk in self.table.markers if tokenizer.control_id(mk) is not None]
         self._markers_re = re.compile("(" + "|".join(map(re.escape, markers)) + ")") if markers else None
 
@@ -72,7 +76,7 @@ class OpenChatML22(Format):
         return super().plain_body(m)
 
     def header_attrs(self, m: Message) -> str:
-        return attrs([(attr, getattr(m, key)) for key, attr in self.header_attributes])
+        return "".join([f" {a}={v}" for a, v in zip(self._attr_names, self._attr_values(m)) if v is not None])
 
     def plan(self, m: Message, end: str, ctx: PlanContext) -> MessagePlan:
         header: list[Piece] = []
