@@ -58,6 +58,9 @@ class Format:
     header_attributes: ClassVar[tuple[tuple[str, str], ...]] = ()
     #: a message's ``constrain`` is written as ``<|constrain|>TYPE`` (OpenChatML 2.0 drops it)
     has_constrain: ClassVar[bool] = True
+    #: the answer is a message whose channel word is ``final`` (Harmony); else its effective
+    #: channel is (no channel reads as ``final``: OpenChatML 1.x transcripts)
+    final_by_channel_word: ClassVar[bool] = False
 
     def __init__(self, tokenizer: Tokenizer, *, validate_bodies: bool = True) -> None:
         self.tokenizer = tokenizer
@@ -244,7 +247,8 @@ class Format:
 
     def is_final(self, m: Message) -> bool:
         """Does this assistant message close the answer (gets ``<|return|>`` when last in training)?"""
-        return m.effective_channel == "final" and m.recipient is None
+        channel = m.channel if self.final_by_channel_word else m.effective_channel
+        return channel == "final" and m.recipient is None
 
     def end_token(self, m: Message, last_of_train: bool) -> str:
         """``<|call|>`` for a tool call; ``return_token`` for the final answer that ends a

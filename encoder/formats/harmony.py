@@ -46,6 +46,7 @@ class HarmonyFormat(Format):
     name: ClassVar[str] = "harmony"
     channels: ClassVar[tuple[str, ...] | None] = None  # Harmony takes any channel word
     harmony_headers: ClassVar[bool] = True
+    final_by_channel_word: ClassVar[bool] = True  # the channel word itself, no 1.x default
     # gpt-oss template: assistant content next to tool calls is the call's analysis
     chat_style: ClassVar[ChatStyle] = ChatStyle(content_with_calls="analysis")
 
@@ -83,9 +84,6 @@ class HarmonyFormat(Format):
         # Harmony headers have no call_id / intent (gpt-oss never saw them): dropped, not rendered.
         out = [m.with_(call_id=None, intent=None) if (m.call_id or m.intent) else m for m in out]
         return Conversation(tuple(out), conv.options, chat=conv.chat)
-
-    def is_final(self, m: Message) -> bool:
-        return m.channel == "final"  # Harmony: the channel word itself, no 1.x default
 
     def written_fields(self, m: Message) -> Header:
         """Harmony writes a tool message's name as the role word (it reads back as role

@@ -4,8 +4,9 @@ The rows say how a format writes a header and which of ``normalize``'s rules app
 rules themselves live once, in the Jinja sources (``messages.jinja``: input shapes;
 ``channels.jinja`` / ``channels_render.jinja``: Harmony and OpenChatML 2.x; ``chatml.jinja``;
 ``apertus.jinja``).  Values that a ``Format`` object already knows (header attributes and
-``<|constrain|>``, return token, generation prompt, Harmony's ``recipient_after_channel``,
-``chat_style``, the constructor options) are read from it, not repeated here.
+``<|constrain|>``, which message is the answer, return token, generation prompt, Harmony's
+``recipient_after_channel``, ``chat_style``, the constructor options) are read from it, not
+repeated here.
 """
 
 from __future__ import annotations
@@ -32,8 +33,6 @@ class TemplateProfile:
     #: Harmony: chat data always gets the model's own system header; only the first message
     #: becomes the instructions and later system messages are developer messages
     chat_system: bool = False
-    #: Harmony: a message ends the answer when its channel word is ``final`` (no 1.x default)
-    final_by_channel_word: bool = False
     #: OpenChatML: a tool reply without a name takes the recipient of the call it answers
     tool_name_from_calls: bool = False
     #: a tool reply must end up with a name (Harmony's author, OpenChatML's name=)
@@ -41,7 +40,7 @@ class TemplateProfile:
 
 
 PROFILES: dict[str, TemplateProfile] = {
-    "harmony": TemplateProfile(header="harmony", chat_system=True, final_by_channel_word=True),
+    "harmony": TemplateProfile(header="harmony", chat_system=True),
     "openchatml-2.2": TemplateProfile(header="openchatml", tool_name_from_calls=True),
     "chatml": TemplateProfile(header="chatml", sources=("messages.jinja", "chatml.jinja"), tool_name_required=False),
     "apertus": TemplateProfile(header="apertus", sources=("messages.jinja", "apertus.jinja"), tool_name_required=False),
@@ -70,7 +69,7 @@ def profile_for(fmt: Format) -> dict[str, Any]:
         "chat_system": row.chat_system,
         "answer_channel": fmt.chat_style.answer_channel,
         "content_with_calls": fmt.chat_style.content_with_calls,
-        "final_by_channel_word": row.final_by_channel_word,
+        "final_by_channel_word": fmt.final_by_channel_word,
         "tool_name_from_calls": row.tool_name_from_calls,
         "tool_name_required": row.tool_name_required,
         "recipient_after_channel": bool(fmt.init_options().get("recipient_after_channel", False)),
