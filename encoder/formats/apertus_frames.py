@@ -27,6 +27,8 @@ from ..grammar.terminators import terminators_of
 from ..messages import Message
 from .apertus_blocks import (
     END_TOOLS,
+    FRAME_ENDS,
+    FRAME_STARTS,
     INNER,
     OUTER,
     RESPONSE,
@@ -42,9 +44,10 @@ from .apertus_blocks import (
     split_outputs,
 )
 
-STARTS = {"<|system_start|>": "system", "<|developer_start|>": "developer", "<|user_start|>": "user"}
-ENDS = {"system": "<|system_end|>", "developer": "<|developer_end|>", "user": "<|user_end|>"}
-TURN_START, TURN_END = "<|assistant_start|>", "<|assistant_end|>"
+# the frames of apertus_blocks: system / developer / user messages, and the assistant turn
+STARTS = {c: role for role, c in FRAME_STARTS.items() if role != "assistant"}
+ENDS = {role: c for role, c in FRAME_ENDS.items() if role != "assistant"}
+TURN_START, TURN_END = FRAME_STARTS["assistant"], FRAME_ENDS["assistant"]
 _FRAMING = ("<s>", "</s>")
 #: Delta (channel, visible) per block kind
 CHANNELS = {THOUGHTS: ("analysis", False), RESPONSE: ("final", True), TOOL_CALLS: ("commentary", False),
