@@ -11,7 +11,8 @@ Layout: every folder has one job (the repository's ``encoder/`` and ``vocab/`` i
                            HF backends (tiktoken_backend, hf_backend), offline base vocabularies
                            (base), control-token tables and where they land (tables, registry),
                            tiktoken -> HF conversion (hf_convert; its regex translation onig_regex,
-                           its disk cache hf_cache), the one exception hierarchy (errors)
+                           its disk cache hf_cache; GPT-2's byte alphabet bytelevel), the one
+                           exception hierarchy (errors)
   vocab/data/              encodings.json: the base vocabularies (pattern, rank file, sha256, specials)
   vocab/data/tokens/       one JSON per format: its control tokens, their fixed ids, its stops
   encoder/formats/         one module per format: what a message is made of (pieces) and how it reads
@@ -23,7 +24,8 @@ Layout: every folder has one job (the repository's ``encoder/`` and ``vocab/`` i
                            apertus, apertus_blocks, apertus_frames, apertus_tools; base (what every
                            format shares) and the registry (``__init__``)
   encoder/grammar/         the lexical rules render, parse and the stream share: escape (escapes and
-                           literal blocks), headers (reading a header), roles, text (valid Unicode)
+                           literal blocks), headers (reading a header), roles, text (valid Unicode),
+                           terminators (stop and end tables, derived from vocab/data/tokens/)
   encoder/adapters/        input messages (OpenAI / HF chat, openai-harmony JSON, the 2.2 interchange,
                            canonical dicts) -> ``Conversation`` (``to_conversation``)
   encoder/inputs/          record shapes besides conversations: prompt/completion, Alpaca, plain

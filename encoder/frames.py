@@ -35,10 +35,10 @@ from collections.abc import Callable, Mapping
 
 from .errors import HeaderError, OcmlError, ParseError
 from .events import Delta, Error, Event, MessageEnd, MessageStart, new_delta
+from .grammar.terminators import start_frame_terminators
 from .headers import Header, parse_header, parse_header_cached
 from .messages import Message
 
-TERMINATORS = {"<|end|>": "end", "<|call|>": "call", "<|return|>": "return"}
 HEADER_INNER = ("<|channel|>", "<|constrain|>")
 #: the channels of OpenChatML / Harmony; a message on another channel ended by <|return|> is the answer
 KNOWN_CHANNELS = frozenset(("analysis", "commentary", "final"))
@@ -58,15 +58,19 @@ def visible(channel: str | None, intent: str | None, role: str) -> bool:
 
 
 class FrameMachine:
-    #: the control that opens a frame; the controls that end one (-> ``MessageEnd.reason``);
-    #: controls that may stand between frames (the conversation's framing, not errors)
+    #: the control that opens a frame; controls that may stand between frames (the
+    #: conversation's framing, not errors).  ``terminators``: the controls that end a frame
+    #: (-> ``MessageEnd.reason``), the format's (``Format.terminators``; by default the
+    #: ``<|start|>`` formats', ``ocml.encoder.grammar.terminators``)
     start: str = "<|start|>"
-    terminators: Mapping[str, str] = TERMINATORS
     framing: tuple[str, ...] = ()
 
     def __init__(self, *, harmony: bool, strict: bool = False, role: str | None = None,
-                 emit: Callable[[Event], None] | None = None, markers: frozenset[str] = frozenset()) -> None:
+                 emit: Callable[[Event], None] | None = None, markers: frozenset[str] = frozenset(),
+                 terminators: Mapping[str, str] | None = None) -> None:
         self.harmony = harmony
+        # a plain dict of its own: looked up at every control (the shared tables are read-only views)
+        self.terminators: dict[str, str] = dict(start_frame_terminators() if terminators is None else terminators)
         self.strict = strict
         self.markers = markers
         self.messages: list[Message] = []

@@ -19,11 +19,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ocml.vocab import Tokenizer, UnknownNameError, canonical_format, control_table
+from ocml.vocab import Tokenizer, UnknownNameError, canonical_format
 from ocml.vocab.errors import expect
 
 from .errors import InputError, InputTypeError
 from .stream.engine_stop import EngineStop, engine_stop  # how a stripped stop ends a stream: beside the decoder
+from .grammar.terminators import terminators_of
 
 if TYPE_CHECKING:
     from .codec import Codec
@@ -57,16 +58,13 @@ def _encoder(enc: Any) -> Codec:
 def stop_tokens(enc: Codec | str, mode: str = "assistant") -> tuple[str, ...]:
     """The stop controls of a format (an ``Encoder`` or a format name) for ``mode``.
 
-    Data, not code: ``stops`` in ``vocab/data/tokens/<format>.json``.  ``"assistant"``
+    Data, not code: ``stops`` in ``vocab/data/tokens/<format>.json`` (the tables:
+    ``ocml.encoder.grammar.terminators``).  ``"assistant"``
     ends the model's turn (Harmony / OpenChatML: ``<|return|>``, ``<|call|>``; ChatML:
     ``<|im_end|>``; Apertus: ``<|assistant_end|>``, ``<|tools_suffix|>``); ``"all"`` adds
     the other boundaries (``<|end|>``...).
     """
-    table = control_table(enc if isinstance(enc, str) else _encoder(enc).format_name)
-    if not isinstance(mode, str) or mode not in table.stops:
-        raise UnknownNameError(f"unknown stop mode {mode!r}", field="mode",
-                               hint="one of: " + ", ".join(table.stops))
-    return table.stops[mode]
+    return terminators_of(enc if isinstance(enc, str) else _encoder(enc).format_name).sampler_stops(mode)
 
 
 def stop_ids(enc: Codec | str, mode: str = "assistant", tokenizer: Tokenizer | None = None) -> list[int]:

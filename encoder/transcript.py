@@ -33,8 +33,6 @@ if TYPE_CHECKING:
     from .codec import Codec, Renders
     from .formats.base import Format
 
-VERSIONS = {"openchatml-2.2": "2.2", "openchatml-2.0": "2.0"}
-
 
 class _TextOnly:
     """A tokenizer view with no registered controls: every control is spelled as text."""
@@ -44,9 +42,7 @@ class _TextOnly:
 
 
 def _build_text_format(enc: Codec) -> Format:
-    opts = ({"recipient_after_channel": enc.format.recipient_after_channel} if enc.format_name == "harmony"
-            else enc.format.init_options())
-    return type(enc.format)(_TextOnly(), validate_bodies=False, **opts)  # type: ignore[arg-type]
+    return type(enc.format)(_TextOnly(), validate_bodies=False, **enc.format.init_options())  # type: ignore[arg-type]
 
 
 def _text_format(enc: Codec) -> Format:
@@ -87,9 +83,9 @@ def to_text(enc: Renders, conversation: Any, *, mode: Mode, cot: CotPolicy | str
     bare = mode in (Mode.PROMPT, Mode.CONTINUE)  # the model writes next: no closing framing
     if prefix or (suffix and not bare):
         body = "".join(v for _, v in prefix) + body + ("" if bare else "".join(v for _, v in suffix))
-    if not header or enc.format_name not in VERSIONS:
+    if not header or enc.format.transcript_version is None:
         return body
-    meta: dict[str, Any] = {"version": VERSIONS[enc.format_name]}
+    meta: dict[str, Any] = {"version": enc.format.transcript_version}
     settings = {}
     if conv.options.reasoning_effort:
         settings["reasoning_effort"] = conv.options.reasoning_effort
@@ -125,7 +121,7 @@ def parse_text(enc: Codec, text: str, *, strict: bool = False) -> Conversation:
     if not isinstance(text, str):
         raise InputError("parse_text() takes a str", field="text")
     check_text(text, index=None, field="text")  # the input policy: lone surrogates are refused, typed
-    meta, body = _split_header(text) if enc.format_name in VERSIONS else ({}, text)
+    meta, body = _split_header(text) if enc.format.transcript_version is not None else ({}, text)
     version = str(meta.get("version", "")) if meta else ""
     if version and not (version.startswith("2") or version.startswith("1")):
         raise ParseError(f"transcript version {version} is not 1.x or 2.x", code="E-PARSE-DOCUMENT-HEADER",

@@ -35,25 +35,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from .bytelevel import BYTE_DECODER
 from .errors import InputTypeError, VocabError, as_strings, expect, require
 from .tables import canonical_formats, control_table
 from .tokenizer import Tokenizer, specials_digest
-
-
-def _bytes_to_unicode() -> dict[int, str]:
-    # GPT-2 byte-level alphabet: printable bytes map to themselves, the rest shift up.
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, map(chr, cs)))
-
-
-_BYTE_DECODER = {c: b for b, c in _bytes_to_unicode().items()}
 
 
 def _repair(text: str) -> str:
@@ -73,7 +58,7 @@ def _is_byte_level(spec: dict) -> bool:
 def _piece_bytes(piece: str, byte_level: bool, space: str = "\u2581") -> bytes:
     if byte_level:
         try:
-            return bytes(_BYTE_DECODER[c] for c in piece)
+            return bytes(BYTE_DECODER[c] for c in piece)
         except KeyError:
             return piece.encode("utf-8")
     # SentencePiece-style vocabularies: <0xNN> byte tokens and U+2581 (``space``) for spaces.

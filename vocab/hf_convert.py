@@ -68,6 +68,7 @@ from operator import add, and_, rshift
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .bytelevel import BYTE_DECODER, BYTE_ENCODER, bytes_to_unicode
 from .errors import VocabError, require
 from .hf_cache import cache_digest, cache_path, read_cached, write_cached
 from .onig_regex import onig_pattern
@@ -91,28 +92,9 @@ UNUSED_TOKEN_TEMPLATE = "<|ocml_unused_{}|>"
 MAX_GAPS = 1 << 18
 
 
-def bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's reversible byte -> printable-unicode-char map (HF ByteLevel uses it)."""
-    printable = (
-        list(range(ord("!"), ord("~") + 1))
-        + list(range(ord("\xa1"), ord("\xac") + 1))
-        + list(range(ord("\xae"), ord("\xff") + 1))
-    )
-    chars = printable[:]
-    extra = 0
-    for b in range(256):
-        if b not in printable:
-            printable.append(b)
-            chars.append(256 + extra)
-            extra += 1
-    return {b: chr(c) for b, c in zip(printable, chars)}
-
-
-_BYTE_ENCODER: dict[int, str] = bytes_to_unicode()
-_BYTE_DECODER: dict[str, int] = {c: b for b, c in _BYTE_ENCODER.items()}
 # A 256-char decoding table lets the C charmap codec do bytes -> byte-level
 # string (no per-byte Python loop; ~0.1 s for o200k).
-_CHARMAP: str = "".join(_BYTE_ENCODER[b] for b in range(256))
+_CHARMAP: str = "".join(BYTE_ENCODER[b] for b in range(256))
 
 
 def _byte_level(token: bytes) -> str:
@@ -345,10 +327,10 @@ def _check_specials_unreachable(tok: "tokenizers.Tokenizer", added: list[tuple[i
     texts: list[str] = []
     ids: list[int] = []
     for sid, content in added:
-        if not all(c in _BYTE_DECODER for c in content):
+        if not all(c in BYTE_DECODER for c in content):
             continue  # some char can never come out of the ByteLevel step
         try:
-            text = bytes(_BYTE_DECODER[c] for c in content).decode("utf-8")
+            text = bytes(BYTE_DECODER[c] for c in content).decode("utf-8")
         except UnicodeDecodeError:
             continue  # pieces are whole chars, hence valid UTF-8: unreachable
         for before, after in _PROBE_CONTEXTS:

@@ -42,6 +42,11 @@ class ControlTable:
     # What a sampler stops on, per stop mode ("assistant": end of the model's turn; "all":
     # every boundary the format has).
     stops: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Every control that ends a message or turn -> the reason it gives (``MessageEnd.reason``).
+    end_reasons: dict[str, str] = field(default_factory=dict)
+    # Per role, where a stream decoder stops when that is not ``stops["assistant"]`` (ChatML ``fim``).
+    # The tables built from these three: ``ocml.encoder.grammar.terminators``.
+    stream_stops: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def all_tokens(self) -> tuple[str, ...]:
@@ -87,9 +92,13 @@ def control_table(format_name: str) -> ControlTable:
     raw = json.loads(resources.files(__package__).joinpath("data", "tokens", f"{name}.json").read_text("utf-8"))
     reserved = raw.get("reserved")
     stops = {mode: tuple(names) for mode, names in raw.get("stops", {}).items()}
-    stray = {n for names in stops.values() for n in names} - set(raw["controls"])
-    if stray:  # a broken data file must not become a silent no-stop sampler
-        raise ValueError(f"{name}.json: stops {sorted(stray)} are not controls of the format")
+    stream_stops = {role: tuple(names) for role, names in raw.get("stream_stops", {}).items()}
+    end_reasons = dict(raw.get("end_reasons", {}))
+    for key, names in (("stops", stops.values()), ("stream_stops", stream_stops.values()),
+                       ("end_reasons", (end_reasons,))):
+        stray = {n for group in names for n in group} - set(raw["controls"])
+        if stray:  # a broken data file must not become a silent no-stop sampler
+            raise ValueError(f"{name}.json: {key} {sorted(stray)} are not controls of the format")
     return ControlTable(
         format=name,
         controls=tuple(raw["controls"]),
@@ -99,4 +108,6 @@ def control_table(format_name: str) -> ControlTable:
         native_ids=dict(raw.get("native_ids", {})),
         default_encoding=raw.get("default_encoding", "o200k_base"),
         stops=stops,
+        end_reasons=end_reasons,
+        stream_stops=stream_stops,
     )

@@ -10,8 +10,14 @@ from ..messages import Options
 from .suggest import suggest
 from .values import as_str, decoded
 
-OPTION_KEYS = frozenset({"tools", "builtin_tools", "reasoning_effort", "date", "conversation_start_date",
-                         "knowledge_cutoff", "model_identity", "instructions", "functions"})
+#: the options a record may carry next to its messages besides its tool list (``tools``, or the
+#: legacy ``functions``): record shapes (``encoder.inputs``) and tabular columns (``pipeline.readers``)
+RECORD_OPTIONS = ("reasoning_effort", "date", "conversation_start_date", "knowledge_cutoff", "model_identity",
+                  "builtin_tools", "instructions")
+#: the string-valued ones (the other two are checked on their own in ``read_options``)
+STRING_OPTIONS = tuple(k for k in RECORD_OPTIONS if k not in ("reasoning_effort", "builtin_tools"))
+#: every conversation option: the one list (``{"messages": [...], **options}``)
+OPTION_KEYS = frozenset({"tools", *RECORD_OPTIONS, "functions"})
 # Conversation-level keys that say nothing about rendering: record metadata and the request
 # parameters of a Chat Completions call.  Any other unknown key is an error (a typo such as
 # ``reasoning_efort`` must not silently render the default).
@@ -52,7 +58,7 @@ def read_options(d: Mapping[str, Any]) -> Options:
             raise InputError(f"reasoning_effort {effort!r} is not low, medium or high", field="reasoning_effort")
         effort = as_str(effort).lower()
     strings = {}
-    for key in ("date", "conversation_start_date", "knowledge_cutoff", "model_identity", "instructions"):
+    for key in STRING_OPTIONS:
         val = d.get(key)
         if val is not None and not isinstance(val, str):
             raise InputError(f"{key} must be a string, got {type(val).__name__}", field=key)

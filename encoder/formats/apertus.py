@@ -50,18 +50,12 @@ from ..messages import Conversation, Message
 from ..errors import UnrepresentableError
 from ..messages import CotPolicy
 from ..pieces import CTL, MessagePlan, Piece
-from .apertus_blocks import TOOL_CALLS, Turn, TurnBuilder, read_messages, turn_pieces
+from .apertus_blocks import FRAME_ENDS, FRAME_STARTS, TOOL_CALLS, Turn, TurnBuilder, read_messages, turn_pieces
 from .apertus_tools import default_system, developer_text
 from .base import Format, PlanContext
 
 if TYPE_CHECKING:
     from ..masks import MaskPolicy
-
-STARTS = {"system": "<|system_start|>", "developer": "<|developer_start|>", "user": "<|user_start|>",
-          "assistant": "<|assistant_start|>"}
-ENDS = {"system": "<|system_end|>", "developer": "<|developer_end|>", "user": "<|user_end|>",
-        "assistant": "<|assistant_end|>"}
-STOP_REASONS = {"<|assistant_end|>": "end", "</s>": "eos", "<|tools_suffix|>": "call"}
 
 
 class Apertus(Format):
@@ -168,7 +162,7 @@ class Apertus(Format):
 
     # -- message level -----------------------------------------------------------------------------
     def plan(self, m: Message, end: str, ctx: PlanContext) -> MessagePlan:
-        prompt: tuple[Piece, ...] = ((CTL, STARTS[m.role]),)
+        prompt: tuple[Piece, ...] = ((CTL, FRAME_STARTS[m.role]),)
         tail: tuple[Piece, ...] = ((CTL, end),) if end else ()
         if isinstance(m.structured, Turn):
             # raw text pieces, written by the one escape rule as runs (``ocml.encoder.grammar.escape``)
@@ -187,7 +181,7 @@ class Apertus(Format):
         if last_of_train and isinstance(m.structured, Turn) and m.structured.blocks \
                 and m.structured.blocks[-1].kind == TOOL_CALLS:
             return ""  # the model stopped at <|tools_suffix|>, waiting for the outputs
-        return ENDS[m.role]
+        return FRAME_ENDS[m.role]
 
     def prompt_continues(self, m: Message) -> bool:
         return isinstance(m.structured, Turn) and m.structured.waiting
@@ -203,9 +197,6 @@ class Apertus(Format):
         # parse and the stream decoder read alike: the decoder stops at <|tools_suffix|> (a stop
         # token) and ends the stream there, where the machine closes the turn with reason "call"
         return ApertusMachine(strict=strict, role=role, emit=emit)
-
-    def stop_reasons(self, role: str | None) -> Mapping[str, str]:
-        return STOP_REASONS
 
 
 def _raw(text: str) -> str:

@@ -38,6 +38,12 @@ from ..pieces import CTL, OFF, TXT, Piece
 THOUGHTS, RESPONSE, TOOL_CALLS, TOOL_OUTPUTS = "thoughts", "response", "tool_calls", "tool_outputs"
 KINDS = (THOUGHTS, TOOL_CALLS, TOOL_OUTPUTS, RESPONSE)
 INNER, OUTER = "<|inner_prefix|>", "<|inner_suffix|>"
+#: the control that opens and the one that ends each role's frame (render writes them, the frame
+#: machine reads them; the reason each end gives is the token data's ``end_reasons``)
+FRAME_STARTS = {"system": "<|system_start|>", "developer": "<|developer_start|>", "user": "<|user_start|>",
+                "assistant": "<|assistant_start|>"}
+FRAME_ENDS = {"system": "<|system_end|>", "developer": "<|developer_end|>", "user": "<|user_end|>",
+              "assistant": "<|assistant_end|>"}
 TOOLS, END_TOOLS = "<|tools_prefix|>", "<|tools_suffix|>"
 OUTPUT_SEPARATOR = ", "
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")

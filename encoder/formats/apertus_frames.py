@@ -23,9 +23,12 @@ from typing import Any
 from ..events import new_delta
 from ..frames import FrameMachine
 from ..grammar.headers import Header
+from ..grammar.terminators import terminators_of
 from ..messages import Message
 from .apertus_blocks import (
     END_TOOLS,
+    FRAME_ENDS,
+    FRAME_STARTS,
     INNER,
     OUTER,
     RESPONSE,
@@ -41,9 +44,10 @@ from .apertus_blocks import (
     split_outputs,
 )
 
-STARTS = {"<|system_start|>": "system", "<|developer_start|>": "developer", "<|user_start|>": "user"}
-ENDS = {"system": "<|system_end|>", "developer": "<|developer_end|>", "user": "<|user_end|>"}
-TURN_START, TURN_END = "<|assistant_start|>", "<|assistant_end|>"
+# the frames of apertus_blocks: system / developer / user messages, and the assistant turn
+STARTS = {c: role for role, c in FRAME_STARTS.items() if role != "assistant"}
+ENDS = {role: c for role, c in FRAME_ENDS.items() if role != "assistant"}
+TURN_START, TURN_END = FRAME_STARTS["assistant"], FRAME_ENDS["assistant"]
 _FRAMING = ("<s>", "</s>")
 #: Delta (channel, visible) per block kind
 CHANNELS = {THOUGHTS: ("analysis", False), RESPONSE: ("final", True), TOOL_CALLS: ("commentary", False),
@@ -52,7 +56,10 @@ CHANNELS = {THOUGHTS: ("analysis", False), RESPONSE: ("final", True), TOOL_CALLS
 
 class ApertusMachine(FrameMachine):
     def __init__(self, *, strict: bool, role: str | None, emit: Callable[[Any], None] | None) -> None:
-        super().__init__(harmony=False, strict=strict, role=None, emit=emit)
+        # the reason each end control gives (system/developer/user ends, <|assistant_end|>, </s>,
+        # <|tools_suffix|>): the token data's (``ocml.encoder.grammar.terminators``)
+        super().__init__(harmony=False, strict=strict, role=None, emit=emit,
+                         terminators=terminators_of("apertus").reasons)
         self._turn = False
         if role == "assistant":  # prefilled "<|assistant_start|>"
             self._open_turn(0)
@@ -156,7 +163,7 @@ class ApertusMachine(FrameMachine):
                 self._outputs = []
                 self._mode = "after_call"
                 self.error("E-PARSE-TOOL-OUTPUT", "the ids end inside tool outputs", position, text or None)
-            self._close_turn("call", position)
+            self._close_turn(self.terminators[END_TOOLS], position)
             return
         if self._turn and self.state != "content":  # inside a call list or outputs
             self.error("E-STREAM-TRUNCATED", "the stream ended inside a tool call or its outputs", position)
@@ -204,7 +211,7 @@ class ApertusMachine(FrameMachine):
         elif self.state == "content":  # a system / developer / user message
             role = self._h.role if self._h is not None else ""
             if name == ENDS.get(role):
-                self.close("end", position)
+                self.close(self.terminators[name], position)
             elif name in STARTS or name == TURN_START:
                 self.error("E-PARSE-UNTERMINATED", "a new message started before this one ended", position)
                 self.close("truncated", position)
@@ -250,10 +257,8 @@ class ApertusMachine(FrameMachine):
             self._mode = "calls"
             self.state = "calls"
             self.channel, self.visible = CHANNELS[TOOL_CALLS]
-        elif name == TURN_END:
-            self._close_turn("end", position)
-        elif name == "</s>":
-            self._close_turn("eos", position)
+        elif name == TURN_END or name == "</s>":
+            self._close_turn(self.terminators[name], position)
         elif name in STARTS or name == TURN_START:
             self.error("E-PARSE-UNTERMINATED", "a new message started before this turn ended", position)
             self._close_turn("truncated", position)

@@ -18,6 +18,7 @@ from ..grammar.headers import check_value as check_header_value
 from ..grammar.roles import GRAMMARS as ROLE_GRAMMARS
 from ..grammar.roles import OPENCHATML as OPENCHATML_GRAMMAR
 from ..grammar.roles import RoleGrammar
+from ..grammar.terminators import Terminators, terminators_of
 from ..grammar.text import check_text
 from ..messages import Conversation, Message
 from ..arguments import check_json
@@ -28,16 +29,11 @@ if TYPE_CHECKING:
     from ..frames import FrameMachine
     from ..masks import Flags, MaskPolicy
 
-#: the controls after which the stream decoder stops, and the ``Stop.reason`` for each
-STOP_REASONS: dict[str, str] = {"<|return|>": "return", "<|call|>": "call"}
-
 
 class Format:
     """Base class: subclasses set ``name`` and implement ``plan``/``generation_prompt``."""
 
     name: ClassVar[str]
-    #: the control that ends the last assistant ``final`` of a training render, if the format has one
-    return_token: ClassVar[str | None] = None
     channels: ClassVar[tuple[str, ...] | None] = ("analysis", "commentary", "final")
     #: the roles a message may have (the role grammar, ``ocml.encoder.grammar.roles``, has the rest)
     roles: ClassVar[tuple[str, ...]] = OPENCHATML_GRAMMAR.roles
@@ -50,14 +46,32 @@ class Format:
     after_message: ClassVar[tuple[Piece, ...]] = ()
     #: what ``to_text`` puts between two messages (the transcript is otherwise the render's text)
     transcript_joiner: ClassVar[str] = "\n"
+    #: the ``version`` a transcript's YAML document header names (None: transcripts have no header)
+    transcript_version: ClassVar[str | None] = None
     #: reasoning is written inside its answer's frame (ChatML ``reasoning="think"``): the CoT
     #: policy then applies before ``normalize`` builds the frames (``Encoder.prepare``)
     inline_reasoning: bool = False
+    #: headers are read by Harmony's grammar (``ocml.encoder.grammar.headers``: a tool's name as
+    #: the role word, ``ROLE:NAME``, a bare content type): the format's own declaration
+    harmony_headers: ClassVar[bool] = False
+    #: (message field, attribute) pairs a header writes as `` attribute=value``, in order (OpenChatML §6)
+    header_attributes: ClassVar[tuple[tuple[str, str], ...]] = ()
+    #: a message's ``constrain`` is written as ``<|constrain|>TYPE`` (OpenChatML 2.0 drops it)
+    has_constrain: ClassVar[bool] = True
+    #: the answer is a message whose channel word is ``final`` (Harmony); else its effective
+    #: channel is (no channel reads as ``final``: OpenChatML 1.x transcripts)
+    final_by_channel_word: ClassVar[bool] = False
 
     def __init__(self, tokenizer: Tokenizer, *, validate_bodies: bool = True) -> None:
         self.tokenizer = tokenizer
         self.table: ControlTable = control_table(self.name)
         self.validate_bodies = validate_bodies
+        #: the stop and terminator tables, built from the token data (``ocml.encoder.grammar.terminators``)
+        self.terminators: Terminators = terminators_of(self.name)
+        #: the control that ends the last assistant ``final`` of a training render (None: the format has none)
+        self.return_token: str | None = self.terminators.control_for("return")
+        self._call_token = self.terminators.control_for("call")
+        self._end_token = self.terminators.control_for("end")
         self._valid_headers: set[tuple[str | None, ...]] = set()
         #: controls with no id in this tokenizer: spelled as text, so every text written must escape them
         self.text_controls: tuple[str, ...] = tuple(c for c in self.table.controls if tokenizer.control_id(c) is None)
@@ -93,11 +107,13 @@ class Format:
         """The state machine that reads this format's atoms (parse, parse_text, stream decoder)."""
         from ..frames import FrameMachine
 
-        return FrameMachine(harmony=self.name == "harmony", strict=strict, role=role, emit=emit, markers=markers)
+        return FrameMachine(harmony=self.harmony_headers, strict=strict, role=role, emit=emit, markers=markers,
+                            terminators=self.terminators.reasons)
 
     def stop_reasons(self, role: str | None) -> Mapping[str, str]:
-        """Controls after which a stream stops, and the ``Stop.reason`` of each."""
-        return STOP_REASONS
+        """Controls after which a stream read as ``role`` stops, and the ``Stop.reason`` of each
+        (the data's, ``ocml.encoder.grammar.terminators``); the first is the turn's end."""
+        return self.terminators.stream_stops(role)
 
     def fim_pieces(self, **kw: Any) -> list[tuple[Piece, bool, int]]:
         raise UnknownNameError(f"format {self.name!r} has no fill-in-the-middle tokens", code="E-FORMAT-UNAVAILABLE",
@@ -185,7 +201,7 @@ class Format:
 
     def read_header(self, text: str) -> Header:
         """This format's header reader (the frame machine's): text -> fields."""
-        return parse_header(text, harmony=False)
+        return parse_header(text, harmony=self.harmony_headers)
 
     def written_fields(self, m: Message) -> Header:
         """The fields ``m``'s header must read back as."""
@@ -231,16 +247,17 @@ class Format:
 
     def is_final(self, m: Message) -> bool:
         """Does this assistant message close the answer (gets ``<|return|>`` when last in training)?"""
-        return m.effective_channel == "final" and m.recipient is None
+        channel = m.channel if self.final_by_channel_word else m.effective_channel
+        return channel == "final" and m.recipient is None
 
     def end_token(self, m: Message, last_of_train: bool) -> str:
         """``<|call|>`` for a tool call; ``return_token`` for the final answer that ends a
         training render (``last_of_train``: ``m`` is its last message); else ``<|end|>``."""
         if m.role == "assistant" and m.recipient is not None:
-            return "<|call|>"
+            return self._call_token  # type: ignore[return-value]
         if last_of_train and self.return_token and m.role == "assistant" and self.is_final(m):
             return self.return_token
-        return "<|end|>"
+        return self._end_token  # type: ignore[return-value]
 
     # -- text-mode escaping (the rule: ``ocml.encoder.grammar.escape``) ------------------
     def escape(self, text: str) -> str:
@@ -284,7 +301,3 @@ class PlanContext:
 
     def __init__(self, has_function_tools: bool = False) -> None:
         self.has_function_tools = has_function_tools
-
-
-def attrs(pairs: Sequence[tuple[str, str | None]]) -> str:
-    return "".join(f" {k}={v}" for k, v in pairs if v is not None)

@@ -72,9 +72,6 @@ _TOOLS_HEAD = ("# Tools\n\nYou may call one or more functions to assist with the
 _TOOLS_TAIL = ("\n</tools>\n\nFor each function call, return a json object with function name and arguments "
                "within <tool_call></tool_call> XML tags:\n<tool_call>\n"
                "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>")
-#: stream / parse terminators of a chat frame, and of a fill-in-the-middle middle (``role="fim"``)
-CHAT_ENDS: dict[str, str] = {"<|im_end|>": "end", "</s>": "eos"}
-FIM_ENDS: dict[str, str] = {"</s>": "eos", "<|file_separator|>": "end", "<|fim_suffix|>": "end", "<|im_end|>": "end"}
 
 
 class Layout(str, Enum):
@@ -249,9 +246,6 @@ class ChatML(Format):
 
         return ChatMLMachine(strict=strict, role=role, emit=emit, roles=self.roles,
                              literal=self.layout is Layout.LITERAL, terminators=self.stop_reasons(role))
-
-    def stop_reasons(self, role: str | None) -> Mapping[str, str]:
-        return FIM_ENDS if role == FIM_ROLE else CHAT_ENDS
 
     def fim_pieces(self, **kw: Any) -> list[tuple[Piece, bool, int]]:
         from .chatml_fim import fim_pieces

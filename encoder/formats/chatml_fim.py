@@ -225,7 +225,7 @@ class _Atoms:
 def parse_fim(enc: Codec, ids: Sequence[int] | np.ndarray, *, prefix: str | None = None) -> FimDocument:
     from ..parse import parser_for
 
-    if enc.format_name != "chatml":
+    if MID not in enc.format.table.controls:  # the format's token data has no fill-in-the-middle
         raise UnknownNameError(f"format {enc.format_name!r} has no fill-in-the-middle tokens",
                                code="E-FORMAT-UNAVAILABLE", field="format")
     got = _Atoms()

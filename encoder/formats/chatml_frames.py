@@ -54,11 +54,11 @@ class ChatMLMachine(FrameMachine):
 
     def __init__(self, *, strict: bool, role: str | None, emit: Callable[[Any], None] | None,
                  roles: tuple[str, ...], literal: bool, terminators: Mapping[str, str]) -> None:
-        super().__init__(harmony=False, strict=strict, role=None, emit=emit)
+        # terminators: ChatML.stop_reasons(role), the FIM middle ends at more (the token data's)
+        super().__init__(harmony=False, strict=strict, role=None, emit=emit, terminators=terminators)
         self.roles = roles
         fim = role == FIM_ROLE
         self.literal = literal and not fim
-        self.terminators = terminators  # ChatML.stop_reasons(role): the FIM middle ends at more
         if role is not None:  # prefilled "<|im_start|>ROLE\n" (or "<|fim_middle|>"): inside the content
             self._start(Header(role="assistant" if fim else role), 0)
 

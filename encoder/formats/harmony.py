@@ -22,11 +22,11 @@ Differences from openai-harmony, all deliberate and documented:
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ..adapters import ChatStyle
 from ..errors import CallSchemaError, InputError
-from ..grammar.headers import Header, parse_header
+from ..grammar.headers import Header
 from ..messages import Conversation, Message, Options
 from ..pieces import CTL, TXT, MessagePlan, Piece  # noqa: F401
 from ..sections import SECTIONS, content_key
@@ -37,14 +37,20 @@ from .harmony_sections import developer_text, system_text
 
 class HarmonyFormat(Format):
     name: ClassVar[str] = "harmony"
-    return_token: ClassVar[str | None] = "<|return|>"
     channels: ClassVar[tuple[str, ...] | None] = None  # Harmony takes any channel word
+    harmony_headers: ClassVar[bool] = True
+    final_by_channel_word: ClassVar[bool] = True  # the channel word itself, no 1.x default
     # gpt-oss template: assistant content next to tool calls is the call's analysis
     chat_style: ClassVar[ChatStyle] = ChatStyle(content_with_calls="analysis")
 
     def __init__(self, tokenizer, *, validate_bodies: bool = True, recipient_after_channel: bool = False) -> None:  # type: ignore[no-untyped-def]
         super().__init__(tokenizer, validate_bodies=validate_bodies)
         self.recipient_after_channel = recipient_after_channel
+
+    def init_options(self) -> dict[str, Any]:
+        # Only when set: a default Harmony encoder's manifests (format_options) and exported
+        # templates name no option, as they always have.
+        return {"recipient_after_channel": True} if self.recipient_after_channel else {}
 
     def normalize(self, conv: Conversation) -> Conversation:
         msgs = conv.messages
@@ -71,12 +77,6 @@ class HarmonyFormat(Format):
         # Harmony headers have no call_id / intent (gpt-oss never saw them): dropped, not rendered.
         out = [m.with_(call_id=None, intent=None) if (m.call_id or m.intent) else m for m in out]
         return Conversation(tuple(out), conv.options, chat=conv.chat)
-
-    def is_final(self, m: Message) -> bool:
-        return m.channel == "final"  # Harmony: the channel word itself, no 1.x default
-
-    def read_header(self, text: str) -> Header:
-        return parse_header(text, harmony=True)
 
     def written_fields(self, m: Message) -> Header:
         """Harmony writes a tool message's name as the role word (it reads back as role

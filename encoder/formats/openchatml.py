@@ -16,12 +16,13 @@ they are text.  In text mode (controls not registered) content is escaped
 from __future__ import annotations
 
 import re
+from operator import attrgetter
 from typing import ClassVar
 
 from ..errors import CallSchemaError
 from ..messages import Conversation, Message
 from ..pieces import CTL, TXT, MessagePlan, Piece
-from .base import Format, PlanContext, attrs
+from .base import Format, PlanContext
 from .harmony import _synthesize
 from .harmony_content import DeveloperContent, SystemContent
 from .harmony_sections import developer_text, system_text
@@ -29,13 +30,17 @@ from .harmony_sections import developer_text, system_text
 
 class OpenChatML22(Format):
     name: ClassVar[str] = "openchatml-2.2"
-    return_token: ClassVar[str | None] = "<|return|>"
-    ATTRS: ClassVar[tuple[str, ...]] = ("recipient", "call_id", "name", "intent", "content_type")
-    has_constrain: ClassVar[bool] = True
+    transcript_version: ClassVar[str | None] = "2.2"
+    header_attributes: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("recipient", "to"), ("call_id", "call_id"), ("name", "name"), ("intent", "intent"),
+        ("content_type", "content_type"))
 
     def __init__(self, tokenizer, *, validate_bodies: bool = True, require_call_ids: bool = False) -> None:  # type: ignore[no-untyped-def]
         super().__init__(tokenizer, validate_bodies=validate_bodies)
         self.require_call_ids = require_call_ids
+        # header_attributes read as one C call per message (plan runs per message with a non-plain body)
+        self._attr_names = tuple(attr for _, attr in self.header_attributes)
+        self._attr_values = attrgetter(*(key for key, _ in self.header_attributes))
         markers = [mk for mk in self.table.markers if tokenizer.control_id(mk) is not None]
         self._markers_re = re.compile("(" + "|".join(map(re.escape, markers)) + ")") if markers else None
 
@@ -72,8 +77,7 @@ class OpenChatML22(Format):
         return super().plain_body(m)
 
     def header_attrs(self, m: Message) -> str:
-        return attrs([("to", m.recipient), ("call_id", m.call_id), ("name", m.name), ("intent", m.intent),
-                      ("content_type", m.content_type)])
+        return "".join([f" {a}={v}" for a, v in zip(self._attr_names, self._attr_values(m)) if v is not None])
 
     def plan(self, m: Message, end: str, ctx: PlanContext) -> MessagePlan:
         header: list[Piece] = []
@@ -114,6 +118,8 @@ class OpenChatML20(OpenChatML22):
     """
 
     name: ClassVar[str] = "openchatml-2.0"
+    transcript_version: ClassVar[str | None] = "2.0"
+    header_attributes: ClassVar[tuple[tuple[str, str], ...]] = (("recipient", "to"), ("name", "name"))
     has_constrain: ClassVar[bool] = False
 
     def normalize(self, conv: Conversation) -> Conversation:
@@ -124,6 +130,3 @@ class OpenChatML20(OpenChatML22):
 
     def validate(self, conv: Conversation) -> None:
         Format.validate(self, conv)
-
-    def header_attrs(self, m: Message) -> str:
-        return attrs([("to", m.recipient), ("name", m.name)])

@@ -6,4 +6,6 @@
 - ``roles``: the role grammar of each format;
 - ``headers``: the header grammar (reading a header, and checking at render that what is
   written reads back as the same fields).
+- ``terminators``: the stop and terminator tables (which controls end a message, with which
+  reason; where a sampler and a stream decoder stop), built from the token data.
 """

@@ -6,11 +6,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ..adapters.options import RECORD_OPTIONS
 from ..errors import InputError
 
 # Record keys that are conversation options (passed on to the adapters), as in chat records.
-OPTION_KEYS = ("tools", "builtin_tools", "reasoning_effort", "date", "conversation_start_date", "knowledge_cutoff",
-               "model_identity", "instructions")
+OPTION_KEYS = ("tools", *RECORD_OPTIONS)
 
 
 def missing(shape: str, key: str, hint: str) -> InputError:

@@ -29,6 +29,7 @@ from enum import Enum
 from pathlib import Path
 from typing import IO, Any
 
+from ..adapters.options import RECORD_OPTIONS
 from ..errors import InputError
 
 JSON_DOCUMENT_MAX = 1 << 30  # a JSON (not JSONL) document is parsed whole: refuse above 1 GiB
@@ -36,9 +37,8 @@ _MAGIC = {b"\x1f\x8b": "gz", b"\x28\xb5\x2f\xfd": "zst"}
 _TEXT_EXT = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz", ".jsonl.zst", ".ndjson.zst",
              ".json.zst")
 _TABLE_EXT = (".parquet", ".arrow")
-# Options a record may carry next to its messages (read from tabular inputs with them).
-OPTION_COLUMNS = ("reasoning_effort", "date", "conversation_start_date", "knowledge_cutoff", "model_identity",
-                  "builtin_tools", "instructions")
+# Options a record may carry next to its messages (read from tabular inputs with them): the adapters' list.
+OPTION_COLUMNS = RECORD_OPTIONS
 
 
 class Kind(str, Enum):

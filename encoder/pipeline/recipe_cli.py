@@ -14,19 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .recipe import DEDUP_MODES, Recipe, read_recipe_file, recipe_from_cli, resolve_recipe
+from .recipe import DEDUP_MODES, TOP_KEYS, Recipe, read_recipe_file, recipe_from_cli, resolve_recipe
 
 RECIPE_FLAGS = ("seed", "validation", "validation_pack", "dedup", "shuffle")
-# argparse dest -> recipe key (``no_pack`` is inverted); dests not listed are not recipe keys.
-DEST_TO_KEY = {"format": "format", "tokenizer": "tokenizer", "model": "model", "shape": "shape", "field": "fields",
-               "completion_only_loss": "completion_only_loss", "string_prompt": "string_prompt",
-               "pair_columns": "pair_columns", "seq_len": "seq_len", "mask": "mask", "cot": "cot",
-               "reasoning": "reasoning", "workers": "workers", "messages_field": "messages_field",
-               "tools_field": "tools_field", "overlong": "overlong", "strict": "strict", "shard_size": "shard_size",
-               "output": "output", "window": "window", "pad_id": "pad_id", "overwrite": "overwrite",
-               "progress": "progress", "no_pack": "pack", "out": "out", "max_bad_fraction": "max_bad_fraction",
-               "keep_untrained": "keep_untrained", "pad_to_multiple_of": "pad_to_multiple_of", "seq_idx": "seq_idx",
-               **{k: k for k in RECIPE_FLAGS}}
+# argparse dest -> recipe key: a dest named as a ``Recipe`` field is that key (the key list lives
+# once, ``recipe.TOP_KEYS``); two flags are spelled otherwise (``no_pack`` is inverted).  A dest
+# that is no recipe key is a usage error in a recipe run (``recipe_from_args``).
+DEST_TO_KEY = {**{k: k for k in TOP_KEYS}, "field": "fields", "no_pack": "pack"}
 # Flags that say how to run the command itself, not what the recipe packs.
 NOT_RECIPE_KEYS = frozenset({"recipe", "json", "help"})
 

@@ -175,7 +175,6 @@ class StreamDecoder:
         self.stop_channels = None if stop_channels is None else frozenset(as_strings(stop_channels, "stop_channels"))
         self.stop_ids = frozenset(as_ints(stop_ids, "stop_ids"))
         self.tables = tables_for(enc, self.stop_strings)
-        self._harmony = enc.format_name == "harmony"
         self._markers = frozenset(enc.format.table.markers)
         self._names = enc.tokenizer.special_ids  # cached on the tokenizer: not rebuilt per decoder
         self.scanner = Scanner(self.tables)

@@ -3,9 +3,10 @@
 The rows say how a format writes a header and which of ``normalize``'s rules apply; the
 rules themselves live once, in the Jinja sources (``messages.jinja``: input shapes;
 ``channels.jinja`` / ``channels_render.jinja``: Harmony and OpenChatML 2.x; ``chatml.jinja``;
-``apertus.jinja``).  Values that a
-``Format`` object already knows (return token, generation prompt, Harmony's
-``recipient_after_channel``, ``chat_style``) are read from it, not repeated here.
+``apertus.jinja``).  Values that a ``Format`` object already knows (header attributes and
+``<|constrain|>``, which message is the answer, return token, generation prompt, Harmony's
+``recipient_after_channel``, ``chat_style``, the constructor options) are read from it, not
+repeated here.
 """
 
 from __future__ import annotations
@@ -29,15 +30,9 @@ class TemplateProfile:
     header: str
     #: the Jinja files of this package that make the template: macros first, then top-level code
     sources: tuple[str, ...] = CHANNEL_SOURCES
-    #: (message field, header attribute) pairs an OpenChatML header writes, in §6 order
-    attrs: tuple[tuple[str, str], ...] = ()
-    #: OpenChatML: is ``<|constrain|>TYPE`` part of the header (2.2) or dropped (2.0)?
-    constrain: bool = True
     #: Harmony: chat data always gets the model's own system header; only the first message
     #: becomes the instructions and later system messages are developer messages
     chat_system: bool = False
-    #: Harmony: a message ends the answer when its channel word is ``final`` (no 1.x default)
-    final_by_channel_word: bool = False
     #: OpenChatML: a tool reply without a name takes the recipient of the call it answers
     tool_name_from_calls: bool = False
     #: a tool reply must end up with a name (Harmony's author, OpenChatML's name=)
@@ -45,19 +40,11 @@ class TemplateProfile:
 
 
 PROFILES: dict[str, TemplateProfile] = {
-    "harmony": TemplateProfile(header="harmony", chat_system=True, final_by_channel_word=True),
-    "openchatml-2.2": TemplateProfile(
-        header="openchatml",
-        attrs=(("recipient", "to"), ("call_id", "call_id"), ("name", "name"), ("intent", "intent"),
-               ("content_type", "content_type")),
-        tool_name_from_calls=True,
-    ),
+    "harmony": TemplateProfile(header="harmony", chat_system=True),
+    "openchatml-2.2": TemplateProfile(header="openchatml", tool_name_from_calls=True),
     "chatml": TemplateProfile(header="chatml", sources=("messages.jinja", "chatml.jinja"), tool_name_required=False),
     "apertus": TemplateProfile(header="apertus", sources=("messages.jinja", "apertus.jinja"), tool_name_required=False),
-    "openchatml-2.0": TemplateProfile(
-        header="openchatml", attrs=(("recipient", "to"), ("name", "name")), constrain=False,
-        tool_name_from_calls=True,
-    ),
+    "openchatml-2.0": TemplateProfile(header="openchatml", tool_name_from_calls=True),
 }
 
 
@@ -77,15 +64,15 @@ def profile_for(fmt: Format) -> dict[str, Any]:
     row = profile_row(fmt)
     return {
         "header": row.header,
-        "attrs": [list(pair) for pair in row.attrs],
-        "constrain": row.constrain,
+        "attrs": [list(pair) for pair in fmt.header_attributes],
+        "constrain": fmt.has_constrain,
         "chat_system": row.chat_system,
         "answer_channel": fmt.chat_style.answer_channel,
         "content_with_calls": fmt.chat_style.content_with_calls,
-        "final_by_channel_word": row.final_by_channel_word,
+        "final_by_channel_word": fmt.final_by_channel_word,
         "tool_name_from_calls": row.tool_name_from_calls,
         "tool_name_required": row.tool_name_required,
-        "recipient_after_channel": bool(getattr(fmt, "recipient_after_channel", False)),
+        "recipient_after_channel": bool(fmt.init_options().get("recipient_after_channel", False)),
         "return_token": fmt.return_token,
         "generation_prompt": "".join(text for _, text in fmt.generation_prompt()),
         "options": fmt.init_options(),

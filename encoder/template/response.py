@@ -39,16 +39,19 @@ template either), so no response template.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UnrepresentableError
+from ..formats.apertus_blocks import END_TOOLS, INNER, OUTER, TOOLS
 
 if TYPE_CHECKING:
     from ..codec import Codec
+    from ..formats.base import Format
 
 __all__ = ["response_template"]
 
-_A = r"(?:^|(?<=<\|start\|>assistant))"               # a header starts right after the role
 _W = r"[^\s<]*"                                         # a header word
 _END = r"(?![^\s<])"                                    # ... ends here
 _TO = r"\s*to=(?!all" + _END + r")(?:functions\.(?=[^\s<]))?(?P<name>[^\s<]+)"
@@ -59,29 +62,41 @@ _CH = r"<\|channel\|>"
 _CH_ANSWER = _CH + r"(?:final|commentary)" + _END
 _CH_OTHER = _CH + r"(?!(?:final|commentary)" + _END + r")" + _W
 _CH_ANY = _CH + _W
-_CLOSE = ["<|end|>", "<|return|>", "<|call|>", "<|start|>"]
 _CALL = {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}}
 _TEXT = {"strip": False}
 
 
-def _channel_fields(call: str, content: str, reasoning: str) -> dict[str, Any]:
+def _channel_fields(fmt: Format, call: str, content: str, reasoning: str) -> dict[str, Any]:
+    # a message ends at any of the format's terminators (the token data's) or the next frame's start
+    close = [*fmt.terminators.reasons, fmt.generation_prompt()[0][1]]
     return {
-        "tool_calls": {"open_pattern": call, "close": _CLOSE, "content_args": _TEXT, "repeats": True,
+        "tool_calls": {"open_pattern": call, "close": close, "content_args": _TEXT, "repeats": True,
                        "transform": _CALL},
-        "content": {"open_pattern": content, "close": _CLOSE, "content_args": _TEXT, "repeats": True, "join": "\n"},
-        "reasoning_content": {"open_pattern": reasoning, "close": _CLOSE, "content_args": _TEXT, "repeats": True,
+        "content": {"open_pattern": content, "close": close, "content_args": _TEXT, "repeats": True, "join": "\n"},
+        "reasoning_content": {"open_pattern": reasoning, "close": close, "content_args": _TEXT, "repeats": True,
                               "join": "\n"},
     }
 
 
-def _harmony() -> dict[str, Any]:
+def _anchor(fmt: Format) -> str:
+    """Where a header starts: the completion's start, or right after the generation prompt's role."""
+    return r"(?:^|(?<=" + re.escape(_prompt(fmt)) + r"))"
+
+
+def _prompt(fmt: Format) -> str:
+    return "".join(text for _, text in fmt.generation_prompt())
+
+
+def _harmony(fmt: Format) -> dict[str, Any]:
+    _A = _anchor(fmt)
     call = _A + r"(?:" + _TO + r"\s*" + _CH_ANY + r"|" + _CH_ANY + _TO + r")" + _CT + _MSG
     content = _A + r"(?:" + _TO_ALL + r")?(?:" + _CH_ANSWER + r"(?:" + _TO_ALL + r")?)?" + _CT + _MSG
     reasoning = _A + r"(?:" + _TO_ALL + r")?" + _CH_OTHER + r"(?:" + _TO_ALL + r")?" + _CT + _MSG
-    return _channel_fields(call, content, reasoning)
+    return _channel_fields(fmt, call, content, reasoning)
 
 
-def _openchatml() -> dict[str, Any]:
+def _openchatml(fmt: Format) -> dict[str, Any]:
+    _A = _anchor(fmt)
     attr = r"\s+(?!to=|intent=)[A-Za-z_][\w-]*=[^\s<]*"          # call_id=, name=, content_type=...
     intent = r"\s+intent=" + _W
     pre = r"\s+intent=preamble" + _END
@@ -93,7 +108,23 @@ def _openchatml() -> dict[str, Any]:
                + r")?" + _CH + r"commentary" + _END + r")" + _CT + _MSG)
     reasoning = (_A + r"(?:" + any_attrs + _CH_OTHER + r"|" + plain + other_intent + plain + _CH + r"commentary"
                  + _END + r")" + _CT + _MSG)
-    return _channel_fields(call, content, reasoning)
+    return _channel_fields(fmt, call, content, reasoning)
+
+
+def _chatml(fmt: Format) -> dict[str, Any]:
+    return {"content": {"content_args": _TEXT}, "end": _dropped(_turn_end(fmt))}
+
+
+def _apertus(fmt: Format) -> dict[str, Any]:
+    return {"content": {"content_args": _TEXT, "repeats": True, "join": ""},
+            "thoughts": _dropped(INNER, OUTER),
+            "tool_sections": _dropped(TOOLS, END_TOOLS),
+            "end": _dropped(_turn_end(fmt))}
+
+
+def _turn_end(fmt: Format) -> str:
+    """The control that ends the assistant's turn: the first of its stream stops (the token data's)."""
+    return next(iter(fmt.stop_reasons("assistant")))
 
 
 def _dropped(open_: str, close: str | None = None) -> dict[str, Any]:
@@ -109,21 +140,20 @@ def response_template(enc: Codec) -> dict[str, Any]:
         raise UnrepresentableError("no response template in fallback mode: the controls are text",
                                    field="tokenizer", hint="register the controls (vocab.load(NAME, register=FORMAT))")
     name = enc.format_name
-    if name == "harmony":
-        return {"version": 1, "start_anchor": "<|start|>assistant", "defaults": {"role": "assistant", "content": None},
-                "fields": _harmony()}
-    if name in ("openchatml-2.2", "openchatml-2.0"):
-        return {"version": 1, "start_anchor": "<|start|>assistant", "defaults": {"role": "assistant", "content": None},
-                "fields": _openchatml()}
-    if name == "chatml":
-        return {"version": 1, "start_anchor": "<|im_start|>assistant\n",
-                "defaults": {"role": "assistant", "content": ""},
-                "fields": {"content": {"content_args": _TEXT}, "end": _dropped("<|im_end|>")}}
-    if name == "apertus":
-        return {"version": 1, "start_anchor": "<|assistant_start|>",
-                "defaults": {"role": "assistant", "content": ""},
-                "fields": {"content": {"content_args": _TEXT, "repeats": True, "join": ""},
-                           "thoughts": _dropped("<|inner_prefix|>", "<|inner_suffix|>"),
-                           "tool_sections": _dropped("<|tools_prefix|>", "<|tools_suffix|>"),
-                           "end": _dropped("<|assistant_end|>")}}
-    raise UnrepresentableError(f"no response template for {name!r}", field="format")
+    row = _FIELDS.get(name)
+    if row is None:
+        raise UnrepresentableError(f"no response template for {name!r}", field="format")
+    fields, content = row
+    # the prompt's generation prompt is cut by the anchor: the format's own
+    return {"version": 1, "start_anchor": _prompt(enc.format), "defaults": {"role": "assistant", "content": content},
+            "fields": fields(enc.format)}
+
+
+#: per format: its fields, and the content of a message that has none (None: channel formats)
+_FIELDS: dict[str, tuple[Callable[[Format], dict[str, Any]], str | None]] = {
+    "harmony": (_harmony, None),
+    "openchatml-2.2": (_openchatml, None),
+    "openchatml-2.0": (_openchatml, None),
+    "chatml": (_chatml, ""),
+    "apertus": (_apertus, ""),
+}
