@@ -60,8 +60,7 @@ Top-level modules of ``encoder/``, by job:
               policies), cot (which reasoning a render keeps), reasoning (ChatML's ``reasoning=``),
               arguments (tool-call arguments), prefill (an open last assistant message)
   read back   frames (the frame machine), parse (ids -> messages), transcript (``to_text`` /
-              ``parse_text``), headers (import path of ``grammar.headers``), interchange (2.2
-              section 10 JSON)
+              ``parse_text``), interchange (2.2 section 10 JSON)
   serving     openai_message (``to_openai``), openai_chunks (stream chunks), stops (what a sampler
               stops on)
   people      cli (``ocml``), cli_view (``ocml inspect``, ``render --color``), tokenview (tokens

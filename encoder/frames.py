@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping
 from .errors import HeaderError, OcmlError, ParseError
 from .events import Delta, Error, Event, MessageEnd, MessageStart, new_delta
 from .grammar.terminators import start_frame_terminators
-from .headers import Header, parse_header, parse_header_cached
+from .grammar.headers import Header, parse_header, parse_header_cached
 from .messages import Message
 
 HEADER_INNER = ("<|channel|>", "<|constrain|>")
