@@ -42,6 +42,12 @@ def warn(msg: str) -> None:
     print(f"WARNING (ocml build): {msg}", file=sys.stderr)
 
 
+def why(exc: BaseException) -> str:
+    """The exception in one short line (a failed compiler command is long)."""
+    text = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
 def listed_modules() -> list[tuple[str, str]]:
     """(module name, source path) for every existing file in ``compiled_modules.txt``."""
     try:
@@ -95,7 +101,7 @@ class OptionalBuildExt(build_ext):
             try:
                 out += cythonize([ext], **kw)
             except BaseException as exc:  # noqa: BLE001 - optional: the module stays pure Python
-                warn(f"Cython could not compile {ext.name} ({type(exc).__name__}: {exc}): pure Python")
+                warn(f"Cython could not compile {ext.name} ({why(exc)}): it stays pure Python")
         return out
 
     def run(self) -> None:
@@ -109,7 +115,7 @@ class OptionalBuildExt(build_ext):
         try:
             super().build_extension(ext)
         except Exception as exc:  # noqa: BLE001 - no compiler, headers missing...: pure Python
-            warn(f"could not compile {ext.name} ({type(exc).__name__}: {exc}): it stays pure Python")
+            warn(f"could not compile {ext.name} ({why(exc)}): it stays pure Python")
             return
         self.built[ext.name] = hashlib.sha256((HERE / dict(listed_modules())[ext.name]).read_bytes()).hexdigest()
 
