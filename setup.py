@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -46,6 +47,16 @@ def why(exc: BaseException) -> str:
     """The exception in one short line (a failed compiler command is long)."""
     text = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
     return text if len(text) <= 160 else text[:157] + "..."
+
+
+def build_key() -> str:
+    """What shapes the compiled code besides the source: Cython's version, directives, C flags."""
+    try:
+        import Cython
+    except ImportError:
+        return ""
+    setting = repr((sorted(CYTHON_DIRECTIVES.items()), CFLAGS, Cython.__version__, sys.version))
+    return hashlib.sha256(setting.encode()).hexdigest()[:10]
 
 
 def listed_modules() -> list[tuple[str, str]]:
@@ -87,11 +98,7 @@ class OptionalBuildExt(build_ext):
         except ImportError:
             warn("Cython is not installed: installing pure Python (slower render)")
             return []
-        import Cython
-
-        # cythonize reuses a .c newer than its .py: key the folder by what else shapes the C code
-        key = hashlib.sha256(repr((sorted(CYTHON_DIRECTIVES.items()), Cython.__version__)).encode()).hexdigest()[:10]
-        kw = {"build_dir": f"build/cython/{key}", "quiet": True, "compiler_directives": CYTHON_DIRECTIVES}
+        kw = {"build_dir": f"build/cython/{build_key()}", "quiet": True, "compiler_directives": CYTHON_DIRECTIVES}
         try:
             return cythonize(exts, nthreads=os.cpu_count() or 1, **kw)
         except BaseException:  # noqa: BLE001 - one module Cython rejects: find it, keep the others
@@ -105,19 +112,44 @@ class OptionalBuildExt(build_ext):
         return out
 
     def run(self) -> None:
+        # An in-place rebuild (pip install -e again) reuses the extension of a module whose source
+        # and build settings are unchanged: compiling all of them again takes minutes.
+        self.previous: dict[str, str] = {}
+        self.reused = 0
+        if self.inplace or getattr(self, "editable_mode", False):
+            try:
+                self.previous = json.loads(self._inplace_path("ocml.encoder._compiled", MANIFEST).read_text())
+            except (OSError, ValueError):
+                pass
         super().run()
         self.extensions = [e for e in self.extensions if e.name in self.built]  # outputs: what was built
         self._write_manifest()
-        print(f"ocml build: {len(self.built)} of {len(listed_modules())} hot modules compiled in "
-              f"{time.perf_counter() - self.started:.0f} s", file=sys.stderr)
+        print(f"ocml build: {len(self.built)} of {len(listed_modules())} hot modules compiled ({self.reused} "
+              f"unchanged, reused) in {time.perf_counter() - self.started:.0f} s", file=sys.stderr)
+
+    def _inplace_path(self, name: str, filename: str | None = None) -> Path:
+        """Where module ``name`` (or ``filename`` in its package) lives in the source tree."""
+        pkg = name.rpartition(".")[0]
+        where = Path(self.get_finalized_command("build_py").get_package_dir(pkg))
+        return where / (filename or os.path.basename(self.get_ext_filename(name)))
 
     def build_extension(self, ext) -> None:  # type: ignore[no-untyped-def]
+        digest = hashlib.sha256((HERE / dict(listed_modules())[ext.name]).read_bytes()).hexdigest()
+        old = self._inplace_path(ext.name)
+        if (self.previous.get("__build__") == build_key() and self.previous.get(ext.name) == digest
+                and old.is_file()):
+            target = Path(self.get_ext_fullpath(ext.name))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(old, target)
+            self.built[ext.name] = digest
+            self.reused += 1
+            return
         try:
             super().build_extension(ext)
         except Exception as exc:  # noqa: BLE001 - no compiler, headers missing...: pure Python
             warn(f"could not compile {ext.name} ({why(exc)}): it stays pure Python")
             return
-        self.built[ext.name] = hashlib.sha256((HERE / dict(listed_modules())[ext.name]).read_bytes()).hexdigest()
+        self.built[ext.name] = digest
 
     def copy_extensions_to_source(self) -> None:  # in place (editable installs): the built ones only
         self.extensions = [e for e in self.extensions if e.name in self.built]
@@ -129,7 +161,8 @@ class OptionalBuildExt(build_ext):
         where = (Path(self.get_finalized_command("build_py").get_package_dir(pkg)) if self.inplace
                  else Path(self.build_lib, *pkg.split(".")))
         where.mkdir(parents=True, exist_ok=True)
-        (where / MANIFEST).write_text(json.dumps(self.built, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        manifest = {**self.built, "__build__": build_key()} if self.built else {}
+        (where / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def extensions() -> list:

@@ -29,7 +29,8 @@ from typing import Any, Sequence
 
 #: set to 1 to run the ``.py`` source even where a compiled build is installed
 PURE_ENV = "OCML_PURE_PYTHON"
-#: written by setup.py's build step: ``{"ocml.encoder.render": "<sha256 of render.py>", ...}``
+#: written by setup.py's build step: ``{"ocml.encoder.render": "<sha256 of render.py>", ...}`` (and
+#: ``"__build__"``: the build settings, for setup.py's reuse of unchanged in-place builds)
 MANIFEST = "_compiled.json"
 
 _PACKAGE = __name__.rpartition(".")[0]  # ocml.encoder
@@ -70,7 +71,7 @@ def built() -> dict[str, str]:
     """Module -> digest of its compiled source, as the build recorded it ({}: a pure installation)."""
     try:
         with open(os.path.join(_HERE, MANIFEST), encoding="utf-8") as f:
-            return {str(k): str(v) for k, v in json.load(f).items()}
+            return {str(k): str(v) for k, v in json.load(f).items() if not str(k).startswith("__")}
     except (OSError, ValueError, AttributeError):
         return {}
 
