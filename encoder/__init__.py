@@ -74,6 +74,11 @@ that starts with ``Size:`` (``tests/test_module_size.py`` checks both rules, and
 
 from __future__ import annotations
 
+# First: decides, for every submodule imported below, between its compiled build and its source.
+from . import compiled as _compiled
+
+_compiled.install()
+
 from .adapters import to_conversation
 from .encoder import Batch, Encoder
 from .errors import OcmlError
@@ -83,6 +88,9 @@ from .messages import Conversation, CotPolicy, Message, Mode, Options
 from .openai_message import ChatChoice
 from .pack import Packed, Packer, PackReport, pack
 from .render import RenderResult
+
+#: whether the hot modules run compiled (``ocml.encoder.compiled``; ``OCML_PURE_PYTHON=1`` runs the source)
+COMPILED: bool = bool(_compiled.modules())
 
 __all__ = [
     "Batch", "ChatChoice", "Conversation", "CotPolicy", "Encoder", "MaskPolicy", "Message", "Mode", "OcmlError", "Options",

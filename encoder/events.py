@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, ClassVar, Union
+from typing import ClassVar, Union
 
-from .fastinit import fast_constructor
 from .messages import Message
 
 
@@ -31,9 +30,19 @@ class Delta:
     visible: bool
 
 
-#: ``Delta(text, channel, visible)`` without the frozen dataclass ``__init__`` (one per
-#: streamed token: hot).
-new_delta: Callable[[str, str | None, bool], Delta] = fast_constructor(Delta, ("t", "c", True))
+# One Delta per streamed token (hot): stored through the slots' descriptors, not the frozen
+# ``__init__``'s ``object.__setattr__`` (see ``messages.new_message``; tests/test_plain_constructors.py).
+_new = object.__new__
+_s_text, _s_channel, _s_visible = (Delta.__dict__[n].__set__ for n in ("text", "channel", "visible"))
+
+
+def new_delta(text: str, channel: str | None, visible: bool) -> Delta:
+    """``Delta(text, channel, visible)`` without the frozen dataclass ``__init__``."""
+    d = _new(Delta)
+    _s_text(d, text)
+    _s_channel(d, channel)
+    _s_visible(d, visible)
+    return d
 
 
 @dataclass(frozen=True, slots=True)

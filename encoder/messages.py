@@ -10,7 +10,6 @@ from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any
 
-from .fastinit import fast_constructor, fast_replace
 
 
 class Mode(str, Enum):
@@ -28,6 +27,9 @@ class CotPolicy(str, Enum):
 
 
 CHANNELS = ("analysis", "commentary", "final")
+
+#: ``Message.with_``'s "not given" marker (None is a value a field can be set to)
+_KEEP: Any = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,9 +67,21 @@ class Message:
     def is_tool_call(self) -> bool:
         return self.role == "assistant" and self.recipient is not None and self.recipient != "all"
 
-    def with_(self, **changes: Any) -> Message:
-        """``dataclasses.replace`` at a third of its cost (``fastinit.fast_replace``)."""
-        return _replace(self, **changes)
+    def with_(self, *, role: Any = _KEEP, content: Any = _KEEP, channel: Any = _KEEP, recipient: Any = _KEEP,
+              call_id: Any = _KEEP, name: Any = _KEEP, intent: Any = _KEEP, content_type: Any = _KEEP,
+              constrain: Any = _KEEP, parts: Any = _KEEP, structured: Any = _KEEP, train: Any = _KEEP,
+              source: Any = _KEEP, source_field: Any = _KEEP) -> Message:
+        """``dataclasses.replace(self, **changes)`` through ``new_message`` (a third of its cost)."""
+        return new_message(self.role if role is _KEEP else role, self.content if content is _KEEP else content,
+                           self.channel if channel is _KEEP else channel,
+                           self.recipient if recipient is _KEEP else recipient,
+                           self.call_id if call_id is _KEEP else call_id, self.name if name is _KEEP else name,
+                           self.intent if intent is _KEEP else intent,
+                           self.content_type if content_type is _KEEP else content_type,
+                           self.constrain if constrain is _KEEP else constrain, self.parts if parts is _KEEP else parts,
+                           self.structured if structured is _KEEP else structured,
+                           self.train if train is _KEEP else train, self.source if source is _KEEP else source,
+                           self.source_field if source_field is _KEEP else source_field)
 
     def to_dict(self) -> dict[str, Any]:
         """Canonical dict (None fields omitted); ``adapters`` reads it back unchanged."""
@@ -86,10 +100,40 @@ class Message:
         return out
 
 
-#: ``Message(...)`` (positional) without the frozen ``__init__``: adapters build one per input message.
-new_message = fast_constructor(Message, ("user", "x", "final", None, None, "n", None, None, None, None, None, None, 3,
-                                         "content"))
-_replace = fast_replace(Message, new_message)
+# Adapters build one Message per input message, so its constructor is on the render path.  The
+# frozen dataclass ``__init__`` stores each field through ``object.__setattr__`` (the frozen
+# ``__setattr__`` refuses plain stores); ``new_message`` stores through the slots' own descriptors
+# instead, which skips the attribute lookup: 14 fields in ~0.6x the time of ``Message(...)``
+# (tests/test_plain_constructors.py ties it to the dataclass).  Plain code: no generated source, no retyping,
+# so it compiles as it is (issue 18).
+_new = object.__new__
+(_s_role, _s_content, _s_channel, _s_recipient, _s_call_id, _s_name, _s_intent, _s_content_type, _s_constrain,
+ _s_parts, _s_structured, _s_train, _s_source, _s_source_field) = (
+    Message.__dict__[f.name].__set__ for f in fields(Message))
+
+
+def new_message(role: str, content: str = "", channel: str | None = None, recipient: str | None = None,
+                call_id: str | None = None, name: str | None = None, intent: str | None = None,
+                content_type: str | None = None, constrain: str | None = None, parts: tuple[str, ...] | None = None,
+                structured: Any = None, train: bool | None = None, source: int | None = None,
+                source_field: str | None = None) -> Message:
+    """``Message(...)`` (same parameters, same defaults), without the frozen ``__init__``'s setattr."""
+    m = _new(Message)
+    _s_role(m, role)
+    _s_content(m, content)
+    _s_channel(m, channel)
+    _s_recipient(m, recipient)
+    _s_call_id(m, call_id)
+    _s_name(m, name)
+    _s_intent(m, intent)
+    _s_content_type(m, content_type)
+    _s_constrain(m, constrain)
+    _s_parts(m, parts)
+    _s_structured(m, structured)
+    _s_train(m, train)
+    _s_source(m, source)
+    _s_source_field(m, source_field)
+    return m
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ import numpy as np
 from ..errors import OcmlError
 from ..inputs.shapes import PAIR_SHAPES
 from ..packing.docs import concat_results
+from . import gcpolicy
 from .readers import Chunk, Kind
 from .records import conversation_from_record, drop_nulls
 from .untrained import untrained_reason
@@ -255,10 +256,12 @@ def _init_worker(enc: Any, spec: RenderSpec) -> None:
             os._exit(1)
 
         threading.Thread(target=watch, daemon=True, name="ocml-parent-watch").start()
+    gcpolicy.after_worker_setup()
 
 
 def _work(chunk: Chunk) -> Rendered:
-    return render_chunk(_WORKER["enc"], chunk, _WORKER["spec"])
+    with gcpolicy.rendering():
+        return render_chunk(_WORKER["enc"], chunk, _WORKER["spec"])
 
 
 def default_workers() -> int:
@@ -309,7 +312,9 @@ class RenderPool:
     def map(self, chunks: Iterator[Chunk]) -> Iterator[Rendered]:
         if self._pool is None:
             for chunk in chunks:
-                yield render_chunk(self.enc, chunk, self.spec)
+                with gcpolicy.rendering():
+                    rendered = render_chunk(self.enc, chunk, self.spec)
+                yield rendered
             return
         pending: deque[Future[Rendered]] = deque()
         try:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Union
+from typing import Iterable, Union
 
-from ...fastinit import fast_constructor
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +56,18 @@ class InvalidId:
 Atom = Union[Text, Control, Special, StopString, InvalidId]
 
 # Text atoms are created once per feed() call, which with token-by-token streaming is
-# once per token: ``fast_constructor`` skips the frozen ``__init__``'s per-field setattr.
-_new_text: Callable[[str, int], Text] = fast_constructor(Text, ("t", 1))
+# once per token: stored through the slots' descriptors, not the frozen ``__init__``'s
+# ``object.__setattr__`` (see ``ocml.encoder.messages.new_message``; tests/test_plain_constructors.py).
+_new = object.__new__
+_s_text, _s_token_index = Text.__dict__["text"].__set__, Text.__dict__["token_index"].__set__
+
+
+def _new_text(text: str, token_index: int) -> Text:
+    """``Text(text, token_index)`` without the frozen dataclass ``__init__``."""
+    t = _new(Text)
+    _s_text(t, text)
+    _s_token_index(t, token_index)
+    return t
 
 
 def coalesce(atoms: Iterable[Atom]) -> list[Atom]:

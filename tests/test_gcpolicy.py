@@ -1,0 +1,38 @@
+"""``ocml.encoder.pipeline.gcpolicy``: the collector is off while a chunk renders and the caller's
+setting comes back after it (also after an error, and when it was already off)."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from ocml.encoder.pipeline import gcpolicy, workers
+
+
+def test_rendering_switches_the_collector_off_and_restores_it() -> None:
+    assert gc.isenabled()
+    with gcpolicy.rendering():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(ValueError), gcpolicy.rendering():
+        raise ValueError
+    assert gc.isenabled()
+
+
+def test_rendering_leaves_a_disabled_collector_disabled() -> None:
+    gc.disable()
+    try:
+        with gcpolicy.rendering():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_the_in_process_pool_renders_with_the_collector_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[bool] = []
+    monkeypatch.setattr(workers, "render_chunk", lambda enc, chunk, spec: seen.append(gc.isenabled()) or chunk)
+    with workers.RenderPool(None, workers.RenderSpec(), 1) as pool:
+        assert list(pool.map(iter(["a", "b"]))) == ["a", "b"]  # type: ignore[arg-type]
+    assert seen == [False, False] and gc.isenabled()
