@@ -29,7 +29,7 @@ import numpy as np
 from ..errors import OcmlError
 from ..inputs.shapes import PAIR_SHAPES
 from ..packing.docs import concat_results
-from . import gcpolicy
+from .gcpolicy import after_worker_setup, rendering
 from .readers import Chunk, Kind
 from .records import conversation_from_record, drop_nulls
 from .untrained import untrained_reason
@@ -256,11 +256,11 @@ def _init_worker(enc: Any, spec: RenderSpec) -> None:
             os._exit(1)
 
         threading.Thread(target=watch, daemon=True, name="ocml-parent-watch").start()
-    gcpolicy.after_worker_setup()
+    after_worker_setup()
 
 
 def _work(chunk: Chunk) -> Rendered:
-    with gcpolicy.rendering():
+    with rendering():
         return render_chunk(_WORKER["enc"], chunk, _WORKER["spec"])
 
 
@@ -312,7 +312,7 @@ class RenderPool:
     def map(self, chunks: Iterator[Chunk]) -> Iterator[Rendered]:
         if self._pool is None:
             for chunk in chunks:
-                with gcpolicy.rendering():
+                with rendering():
                     rendered = render_chunk(self.enc, chunk, self.spec)
                 yield rendered
             return
