@@ -18,7 +18,6 @@ from ocml import vocab
 from ocml.encoder.errors import InputError, InputTypeError, UnrepresentableError
 from ocml.encoder.openai_chunks import accumulate
 
-hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, reject, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 

