@@ -48,3 +48,40 @@ def encs():
         "ocml-id": encoder.Encoder("openchatml-2.2"),
         "ocml-text": encoder.Encoder("openchatml-2.2", tokenizer="o200k_base"),
     }
+
+
+class HfFolders:
+    """``save_pretrained`` folders (an HF tokenizer converted from a tiktoken vocabulary, plus the
+    chat templates), written once per session and handed out as copies.
+
+    Converting o200k/cl100k to an HF tokenizer and writing its tokenizer.json takes seconds;
+    the tests that need such a folder all need the same few.  ``folder()`` returns a fresh copy
+    (the caller may edit it: model-folder tests swap in another chat template); the master copy
+    is never handed out."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._saved: dict[tuple[str, str | None, str | None], Path] = {}
+
+    def _master(self, fmt: str, tokenizer: str | None, register: str | None) -> Path:
+        key = (fmt, tokenizer, register)
+        if key not in self._saved:
+            from ocml import encoder, vocab
+
+            tok = vocab.load(tokenizer, register=register) if register else tokenizer
+            path = self.root / "masters" / "-".join(str(k) for k in key)
+            encoder.Encoder(fmt, tok).save_pretrained(path)
+            self._saved[key] = path
+        return self._saved[key]
+
+    def folder(self, dest: Path, fmt: str, tokenizer: str | None = None, register: str | None = None) -> Path:
+        """``Encoder(fmt, tokenizer [registered for `register`]).save_pretrained(dest)``, from the cache."""
+        import shutil
+
+        shutil.copytree(self._master(fmt, tokenizer, register), dest)
+        return dest
+
+
+@pytest.fixture(scope="session")
+def hf_folders(tmp_path_factory) -> HfFolders:
+    return HfFolders(tmp_path_factory.mktemp("hf-folders"))
