@@ -85,3 +85,11 @@ class HfFolders:
 @pytest.fixture(scope="session")
 def hf_folders(tmp_path_factory) -> HfFolders:
     return HfFolders(tmp_path_factory.mktemp("hf-folders"))
+
+
+def pytest_terminal_summary(terminalreporter, config) -> None:
+    """The random order's seed at the end of the run (the header that pytest-randomly writes it
+    in is hidden by ``-q`` in addopts): a failure that depends on order is reproducible."""
+    seed = getattr(config.option, "randomly_seed", None)
+    if config.pluginmanager.hasplugin("randomly") and isinstance(seed, int):
+        terminalreporter.write_line(f"random order: rerun this order with --randomly-seed={seed}")
