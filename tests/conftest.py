@@ -23,15 +23,12 @@ def _harmony_vocab_dir(tmp_root: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def harmony():
-    """The openai-harmony encoding, loaded offline; skips cleanly when unavailable."""
+    """The openai-harmony encoding, loaded offline; skips only when openai-harmony is not installed."""
     oh = pytest.importorskip("openai_harmony")
     root = Path(os.environ.get("OCML_TEST_TMP", "/tmp")) / "ocml-harmony-vocab"
     root.mkdir(parents=True, exist_ok=True)
     os.environ["TIKTOKEN_ENCODINGS_BASE"] = str(_harmony_vocab_dir(root))
-    try:
-        return oh.load_harmony_encoding(oh.HarmonyEncodingName.HARMONY_GPT_OSS)
-    except Exception as exc:  # pragma: no cover - environment dependent
-        pytest.skip(f"openai-harmony cannot load its vocabulary offline: {exc}")
+    return oh.load_harmony_encoding(oh.HarmonyEncodingName.HARMONY_GPT_OSS)
 
 
 @pytest.fixture(scope="session")
@@ -51,3 +48,48 @@ def encs():
         "ocml-id": encoder.Encoder("openchatml-2.2"),
         "ocml-text": encoder.Encoder("openchatml-2.2", tokenizer="o200k_base"),
     }
+
+
+class HfFolders:
+    """``save_pretrained`` folders (an HF tokenizer converted from a tiktoken vocabulary, plus the
+    chat templates), written once per session and handed out as copies.
+
+    Converting o200k/cl100k to an HF tokenizer and writing its tokenizer.json takes seconds;
+    the tests that need such a folder all need the same few.  ``folder()`` returns a fresh copy
+    (the caller may edit it: model-folder tests swap in another chat template); the master copy
+    is never handed out."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._saved: dict[tuple[str, str | None, str | None], Path] = {}
+
+    def _master(self, fmt: str, tokenizer: str | None, register: str | None) -> Path:
+        key = (fmt, tokenizer, register)
+        if key not in self._saved:
+            from ocml import encoder, vocab
+
+            tok = vocab.load(tokenizer, register=register) if register else tokenizer
+            path = self.root / "masters" / "-".join(str(k) for k in key)
+            encoder.Encoder(fmt, tok).save_pretrained(path)
+            self._saved[key] = path
+        return self._saved[key]
+
+    def folder(self, dest: Path, fmt: str, tokenizer: str | None = None, register: str | None = None) -> Path:
+        """``Encoder(fmt, tokenizer [registered for `register`]).save_pretrained(dest)``, from the cache."""
+        import shutil
+
+        shutil.copytree(self._master(fmt, tokenizer, register), dest)
+        return dest
+
+
+@pytest.fixture(scope="session")
+def hf_folders(tmp_path_factory) -> HfFolders:
+    return HfFolders(tmp_path_factory.mktemp("hf-folders"))
+
+
+def pytest_terminal_summary(terminalreporter, config) -> None:
+    """The random order's seed at the end of the run (the header that pytest-randomly writes it
+    in is hidden by ``-q`` in addopts): a failure that depends on order is reproducible."""
+    seed = getattr(config.option, "randomly_seed", None)
+    if config.pluginmanager.hasplugin("randomly") and isinstance(seed, int):
+        terminalreporter.write_line(f"random order: rerun this order with --randomly-seed={seed}")

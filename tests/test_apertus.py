@@ -3,18 +3,18 @@ outputs excluded, straddling rule), the consistency rule, round trips to the blo
 the stream decoder (response visible, thoughts hidden), typed errors.
 
 Parity with the reference template is in ``test_apertus_parity.py``.
-Regenerate the fixtures' expected files (review the diff):  python tests/test_apertus.py
+The spec's examples are goldens of the matrix (tests/test_golden.py; python scripts/regen_golden.py).
 """
 
 from __future__ import annotations
 
 import json
 import random
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+
+import golden
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,9 +23,8 @@ from ocml.encoder.errors import BodyConstraintError, CallSchemaError, InputError
 from ocml.encoder.events import Delta, MessageEnd, Stop
 from ocml.encoder.formats.apertus import to_apertus
 from ocml.encoder.formats.apertus_blocks import OUTPUT_SEPARATOR, BracketScan, Turn, split_outputs
-from test_chatml import cached_encoder, check_stream, expected_path, load_case, merge
+from test_chatml import cached_encoder, check_stream, merge
 
-FIXTURES = Path(__file__).parent / "fixtures" / "apertus"
 CONTROLS = {"<|system_start|>", "<|system_end|>", "<|developer_start|>", "<|developer_end|>", "<|user_start|>",
             "<|user_end|>", "<|assistant_start|>", "<|assistant_end|>", "<|inner_prefix|>", "<|inner_suffix|>",
             "<|tools_prefix|>", "<|tools_suffix|>", "<s>", "</s>"}
@@ -36,27 +35,10 @@ def enc_(tokenizer: str | None = None, **opts) -> encoder.Encoder:
     return cached_encoder("apertus", tokenizer, **opts)
 
 
-# -- golden fixtures ----------------------------------------------------------------------------
-
-CASES = sorted(FIXTURES.glob("*.input.json"))
-
-
-@pytest.mark.parametrize("path", CASES, ids=lambda p: p.name.split(".input")[0])
-def test_golden_fixture(path):
-    case, want = load_case(path)
-    enc = enc_(**case["options"])
-    r = enc.render(case["conversation"], mode=case["mode"])
-    assert enc.tokenizer.decode(r.ids.tolist()) == want["text"] == enc.to_text(case["conversation"], mode=case["mode"])
-    assert r.ids.tolist() == want["ids"] and r.mask.astype(int).tolist() == want["mask"]
-    if case["mode"] == "history":
-        got = enc.parse(r.ids, strict=True)
-        assert got == list(r.conversation.messages)
-        assert to_apertus(got)[2:] == want["apertus"]
-        assert enc.parse_text(want["text"], strict=True).messages == r.conversation.messages
-
+# -- the spec's examples (their goldens: tests/fixtures/golden, cases spec-apertus-*) -------------
 
 def test_the_specs_structured_example_reads_as_its_blocks():
-    case = json.loads((FIXTURES / "ex2-structured-tools.input.json").read_text("utf-8"))
+    case = golden.case("spec-apertus-ex2-structured-tools")
     enc = enc_(**case["options"])
     got = to_apertus(enc.parse(enc.render(case["conversation"], mode="history").ids, strict=True))
     assert got[-1] == {"role": "assistant", "content": case["conversation"][-1]["content"]}
@@ -189,7 +171,7 @@ def test_prefix_property_and_mask_per_turn(tokenizer):
 def test_tool_outputs_are_never_trained_and_the_end_token_is():
     enc = enc_()
     tok = enc.tokenizer
-    case = json.loads((FIXTURES / "ex3-tool-messages.input.json").read_text("utf-8"))
+    case = golden.case("spec-apertus-ex3-tool-messages")
     r = enc.render(case["conversation"])
     assert tok.decode(r.ids[r.mask].tolist()) == (
         '<|inner_prefix|>User said hi, I should search for greeting info.<|tools_prefix|>[{"search": {"query": '
@@ -413,23 +395,6 @@ def test_options_and_enable_thinking():
     assert r.message_index.tolist()[0] == -2 and set(r.message_index.tolist()) == {-2, 0}
     assert isinstance(enc.parse(enc.render([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}],
                                            mode="history").ids)[-1].structured, Turn)
-
-
-def _regenerate() -> None:
-    for path in CASES:
-        case = json.loads(path.read_text("utf-8"))
-        enc = enc_(**case["options"])
-        r = enc.render(case["conversation"], mode=case["mode"])
-        out = {"text": enc.tokenizer.decode(r.ids.tolist()), "ids": r.ids.tolist(), "mask": r.mask.astype(int).tolist()}
-        if case["mode"] == "history":
-            out["apertus"] = to_apertus(r.conversation.messages)[2:]
-        expected_path(path).write_text(json.dumps(out, ensure_ascii=False) + "\n")
-        print("wrote", expected_path(path).name)
-
-
-if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    _regenerate()
 
 
 def test_openai_calls_next_to_blocks_are_one_call_group_as_in_the_reference_template():

@@ -23,7 +23,7 @@ from ocml import encoder
 from gen import schema
 from test_apertus import CONTROLS, conversation, words
 
-render_jinja_template = pytest.importorskip("transformers.utils.chat_template_utils").render_jinja_template
+from transformers.utils.chat_template_utils import render_jinja_template
 REFDATA = shared("refdata")
 TEMPLATE = shared("refdata/apertus_format.chat_template.jinja").read_text("utf-8")
 

@@ -2,18 +2,18 @@
 with the straddling rule, round trips, the stream decoder, fill-in-the-middle, typed errors.
 
 Parity with Qwen2.5's real template is in ``test_chatml_parity.py``.
-Regenerate the fixtures' expected files (review the diff):  python tests/test_chatml.py
+The spec's examples are goldens of the matrix (tests/test_golden.py; python scripts/regen_golden.py).
 """
 
 from __future__ import annotations
 
 import json
 import random
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+
+import golden
 from shared_data import shared
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -24,7 +24,6 @@ from ocml.encoder.errors import HeaderError, InputError, InputTypeError, OcmlErr
 from ocml.encoder.events import Delta, MessageEnd, MessageStart, Stop
 from ocml.encoder.formats.chatml import tool_calls_of
 
-FIXTURES = Path(__file__).parent / "fixtures" / "chatml"
 CONTROLS = ("<s>", "</s>", "<|im_start|>", "<|im_end|>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>",
             "<|file_separator|>")
 _cache: dict[tuple, encoder.Encoder] = {}
@@ -43,57 +42,15 @@ def enc_(tokenizer: str | None = None, **opts) -> encoder.Encoder:
     return cached_encoder("chatml", tokenizer, **opts)
 
 
-# -- golden fixtures --------------------------------------------------------------------------
-
-def render_case(case: dict) -> encoder.render.RenderResult:
-    enc = enc_(**case["options"])
-    if "fim" in case:
-        return enc.render_fim(**case["fim"])
-    return enc.render(case["conversation"], mode=case["mode"])
-
-
-CASES = sorted(FIXTURES.glob("*.input.json"))
-
-
-def expected_path(path: Path) -> Path:
-    """``NAME.input.json`` -> ``NAME.expected.json`` (the golden output next to it)."""
-    return path.with_name(path.name.replace(".input.", ".expected."))
-
-
-def load_case(path: Path) -> tuple[dict, dict]:
-    """A golden fixture: (input case, expected output)."""
-    return json.loads(path.read_text("utf-8")), json.loads(expected_path(path).read_text("utf-8"))
-
-
-@pytest.mark.parametrize("path", CASES, ids=lambda p: p.name.split(".input")[0])
-def test_golden_fixture(path):
-    case, want = load_case(path)
-    enc = enc_(**case["options"])
-    r = render_case(case)
-    text = enc.tokenizer.decode(r.ids.tolist())
-    assert text == want["text"]
-    if "spec_text" in case:
-        assert text == case["spec_text"]
-    assert r.ids.tolist() == want["ids"] and r.mask.astype(int).tolist() == want["mask"]
-    if "fim" in case:
-        doc = enc.parse_fim(r.ids, prefix=case["fim"]["prefix"])
-        assert enc.render_fim(**doc.render_kwargs()).ids.tolist() == want["ids"]
-        assert (doc.prefix, doc.suffix, doc.middle) == (case["fim"]["prefix"], case["fim"]["suffix"],
-                                                       case["fim"].get("middle"))
-        return
-    conv = r.conversation
-    assert enc.parse(r.ids, strict=True) == list(conv.messages)
-    assert enc.parse_text(enc.to_text(case["conversation"], mode=case["mode"]), strict=True).messages == conv.messages
-    assert enc.to_text(case["conversation"], mode=case["mode"]) == text
-
+# -- the spec's examples (their goldens: tests/fixtures/golden, cases spec-chatml-*) ---------------
 
 def test_spec_text_with_its_stray_spaces_parses():
     """§7's longer example has trailing spaces after a header and after an <|im_end|>: layout."""
-    case = json.loads((FIXTURES / "7.3-named-roles.input.json").read_text("utf-8"))
-    spec = case["spec_text"].replace("user name=Alice\nThanks", "user name=Alice  \nThanks")
+    case = golden.case("spec-chatml-7.3-named-roles")
+    spec = case["spec_text"]["chatml"].replace("user name=Alice\nThanks", "user name=Alice  \nThanks")
     spec = spec.replace("overhear. I'm also trying to get into a fitness routine. Mind if I join the conversation?\n<|im_end|>\n",
                         "overhear. I'm also trying to get into a fitness routine. Mind if I join the conversation?\n<|im_end|>  \n")
-    assert spec != case["spec_text"]
+    assert spec != case["spec_text"]["chatml"]
     enc = enc_(**case["options"])
     got = enc.parse_text(spec, strict=True).messages
     assert [m.to_dict() for m in got] == case["conversation"]
@@ -520,20 +477,3 @@ def test_formats_cli_lists_all_five_renderable(capsys):
     assert main(["formats"]) == 0
     out = capsys.readouterr().out
     assert all(f"{name:16} render+parse" in out for name in vocab.FORMAT_NAMES)
-
-
-def _regenerate() -> None:
-    for path in CASES:
-        case = json.loads(path.read_text("utf-8"))
-        r = render_case(case)
-        text = enc_(**case["options"]).tokenizer.decode(r.ids.tolist())
-        if "spec_text" in case and text != case["spec_text"]:
-            raise SystemExit(f"{path.name}: render differs from the spec text:\n{text!r}\n{case['spec_text']!r}")
-        out = {"text": text, "ids": r.ids.tolist(), "mask": r.mask.astype(int).tolist()}
-        expected_path(path).write_text(json.dumps(out, ensure_ascii=False) + "\n")
-        print("wrote", expected_path(path).name)
-
-
-if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    _regenerate()

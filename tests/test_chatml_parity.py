@@ -22,7 +22,7 @@ from ocml import vocab
 from ocml.encoder.formats.chatml import QWEN_SYSTEM
 from gen import schema
 
-render_jinja_template = pytest.importorskip("transformers.utils.chat_template_utils").render_jinja_template
+from transformers.utils.chat_template_utils import render_jinja_template
 trl = pytest.importorskip("trl")
 TEMPLATE = (Path(trl.__file__).parent / "chat_templates" / "qwen2_5.jinja").read_text("utf-8")
 CONTROLS = {"<s>", "</s>", "<|im_start|>", "<|im_end|>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>",

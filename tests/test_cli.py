@@ -133,12 +133,9 @@ def test_template_slot_convention() -> None:
         assert callable(p.parse_args(cmd).fn)
 
 
-def test_tokenizer_option_takes_an_hf_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_tokenizer_option_takes_an_hf_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str], hf_folders) -> None:
     """``--tokenizer DIR`` (a save_pretrained folder) renders the same ids as the format's own tokenizer."""
-    from ocml import encoder
-
-    enc = encoder.Encoder("harmony")
-    enc.save_pretrained(tmp_path / "tok")
+    hf_folders.folder(tmp_path / "tok", "harmony")
     conv = Path(__file__).resolve().parents[1] / "examples" / "weather_tool_call.json"
     assert main(["render", str(conv), "--format", "harmony", "--json"]) == EXIT_OK
     want = json.loads(capsys.readouterr().out)["ids"]

@@ -206,7 +206,8 @@ def benign(obj: Any) -> Any:
 
 @pytest.fixture(scope="module")
 def hf_backend():
-    tokenizers = pytest.importorskip("tokenizers")
+    import tokenizers
+
     from tokenizers import decoders, models, pre_tokenizers, trainers
 
     tk = tokenizers.Tokenizer(models.BPE())

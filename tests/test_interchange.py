@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 
 import pytest
+
+import golden
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,7 +24,6 @@ from ocml.encoder.messages import Message
 from ocml.encoder.parse import parse_ids
 from gen import harmony_conversation
 
-FIXTURES = Path(__file__).parent / "fixtures" / "openchatml-2.2"
 
 SPEC_OBJECT = {  # §10, verbatim
     "role": "assistant",
@@ -84,7 +84,7 @@ def test_spec_object_from_ids():
 
 
 def test_16_1_minimal_chat():
-    conv = enc_("openchatml-2.2").parse_text((FIXTURES / "16.1-minimal.txt").read_text("utf-8"))
+    conv = enc_("openchatml-2.2").parse_text(golden.case("spec-ocml22-16.1-minimal")["transcript"])
     assert to_interchange(conv.messages[1:]) == [
         {"role": "assistant", "channel": "final", "content": "4.", "thinking": "Simple arithmetic; answer directly."}]
     assert to_interchange(conv) == [{"role": "user", "content": "What is 2 + 2?"}, *to_interchange(conv.messages[1:])]
@@ -92,7 +92,7 @@ def test_16_1_minimal_chat():
 
 def test_16_2_function_call():
     enc = enc_("openchatml-2.2")
-    conv = enc.parse_text((FIXTURES / "16.2-function-call.txt").read_text("utf-8"))
+    conv = enc.parse_text(golden.case("spec-ocml22-16.2-function-call")["transcript"])
     turn = list(conv.messages[3:])
     objs = to_interchange(turn)
     assert objs[0] == {
@@ -111,7 +111,7 @@ def test_16_2_function_call():
 
 
 def test_16_3_preamble():
-    conv = enc_("openchatml-2.2").parse_text((FIXTURES / "16.3-preamble.txt").read_text("utf-8"))
+    conv = enc_("openchatml-2.2").parse_text(golden.case("spec-ocml22-16.3-preamble")["transcript"])
     obj = interchange_object(conv.messages)
     assert obj == {"role": "assistant", "channel": "commentary",
                    "content": "**Plan:** 1) Search docs 2) Extract figures 3) Summarize.", "intent": "preamble"}

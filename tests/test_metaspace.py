@@ -20,7 +20,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-tokenizers = pytest.importorskip("tokenizers")
+import tokenizers  # noqa: E402
 from tokenizers import AddedToken, decoders, models, normalizers, pre_tokenizers, trainers  # noqa: E402
 
 from ocml import encoder  # noqa: E402
@@ -223,7 +223,6 @@ def test_parse_gives_back_the_content(case: Case, k: int) -> None:
 
 
 def test_to_hf_is_the_models_tokenizer(case: Case) -> None:
-    pytest.importorskip("transformers")
     fast = case.tok.to_hf()
     for whole in _whole_texts():
         assert fast.encode(whole, add_special_tokens=False) == case.whole(whole)

@@ -18,8 +18,6 @@ from pathlib import Path
 import pytest
 from shared_data import shared
 
-from ocml import encoder
-from ocml import vocab
 from ocml.encoder.errors import OcmlError
 from ocml.encoder.formats.chatml import QWEN_SYSTEM
 from ocml.encoder.model import Detection, FormatDetectionError, ModelFolder, ModelFolderError, detect_format
@@ -33,9 +31,11 @@ def _trl_templates() -> Path:
     return Path(list(spec.submodule_search_locations)[0]) / "chat_templates"
 
 
-def _folder(root: Path, name: str, fmt: str, template: str, tok=None, **config) -> Path:  # type: ignore[no-untyped-def]
-    d = root / name
-    encoder.Encoder(fmt, tok).save_pretrained(d)
+def _folder(hf_folders, root: Path, name: str, fmt: str, template: str, tok: str | None = None,  # type: ignore[no-untyped-def]
+            **config) -> Path:
+    """A model folder: ``Encoder(fmt, tok registered for fmt).save_pretrained`` (session cache) with
+    the model's own chat template instead of ocml's."""
+    d = hf_folders.folder(root / name, fmt, tok, register=fmt if tok else None)
     (d / "chat_template.jinja").write_text(template, "utf-8")
     shutil.rmtree(d / "additional_chat_templates", ignore_errors=True)
     # the model's template only: drop the ocml templates save_pretrained stores in the config
@@ -46,17 +46,17 @@ def _folder(root: Path, name: str, fmt: str, template: str, tok=None, **config) 
 
 
 @pytest.fixture(scope="module")
-def folders(tmp_path_factory) -> dict[str, Path]:  # type: ignore[no-untyped-def]
+def folders(tmp_path_factory, hf_folders) -> dict[str, Path]:  # type: ignore[no-untyped-def]
     root = tmp_path_factory.mktemp("models")
     trl = _trl_templates()
     apertus_template = shared("refdata/apertus_format.chat_template.jinja")
-    chatml_tok = vocab.load("cl100k_base", register="chatml")
     out = {
-        "gpt-oss": _folder(root, "gpt-oss", "harmony", (trl / "gptoss.jinja").read_text("utf-8")),
-        "qwen2.5": _folder(root, "qwen2.5", "chatml", (trl / "qwen2_5.jinja").read_text("utf-8"), chatml_tok),
+        "gpt-oss": _folder(hf_folders, root, "gpt-oss", "harmony", (trl / "gptoss.jinja").read_text("utf-8")),
+        "qwen2.5": _folder(hf_folders, root, "qwen2.5", "chatml", (trl / "qwen2_5.jinja").read_text("utf-8"),
+                           "cl100k_base"),
         # the real Apertus folder declares <s> as bos (its template starts with {{ bos_token }})
-        "apertus": _folder(root, "apertus", "apertus", apertus_template.read_text("utf-8"), bos_token="<s>"),
-        "phi3": _folder(root, "phi3", "chatml", (trl / "phi3.jinja").read_text("utf-8"), chatml_tok),
+        "apertus": _folder(hf_folders, root, "apertus", "apertus", apertus_template.read_text("utf-8"), bos_token="<s>"),
+        "phi3": _folder(hf_folders, root, "phi3", "chatml", (trl / "phi3.jinja").read_text("utf-8"), "cl100k_base"),
     }
     gen = out["gpt-oss"] / "generation_config.json"
     gen.write_text(json.dumps({**json.loads(gen.read_text("utf-8")), "eos_token_id": [200002, 199999]}), "utf-8")

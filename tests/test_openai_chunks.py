@@ -18,7 +18,6 @@ from ocml import vocab
 from ocml.encoder.errors import InputError, InputTypeError, UnrepresentableError
 from ocml.encoder.openai_chunks import accumulate
 
-hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, reject, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -51,15 +50,21 @@ def turns(fmt: str, text: str = "It is sunny, 24 °C 🌞.") -> dict[str, dict]:
 
 
 def after(enc: encoder.Encoder, full: list[int], prompt: list[int]) -> list[int]:
-    """What a model generates after ``prompt`` to make ``full``: the ids after it, or - where
-    a whole-run format's fallback spelling shares a token across the cut (Apertus) - the
-    text after it, tokenized (no control ids in fallback mode, so text is all there is)."""
+    """What a model generates after ``prompt`` to make ``full``: the ids after it, or - where a
+    whole-run format (ChatML, Apertus) encodes the text run that crosses the cut as one, so a
+    token straddles it (ChatML content starting with a newline after ``assistant\n``; Apertus
+    spelled as text) - the rest of that run tokenized on its own, then the ids from the next
+    control id on (none in fallback mode: there the whole rest is text)."""
     if full[:len(prompt)] == prompt:
         return full[len(prompt):]
-    assert enc.fallback_controls
-    text, head = enc.tokenizer.decode_bytes(full), enc.tokenizer.decode_bytes(prompt)
+    tok = enc.tokenizer
+    text, head = tok.decode_bytes(full), tok.decode_bytes(prompt)
     assert text.startswith(head)
-    return enc.tokenizer.encode_text(text[len(head):].decode())
+    k = next(i for i, (a, b) in enumerate(zip(full, prompt)) if a != b)
+    controls = tok.special_ids
+    j = next((i for i in range(k, len(full)) if full[i] in controls), len(full))
+    run = tok.decode_bytes(full[:j])[len(head):]
+    return tok.encode_text(run.decode()) + full[j:]
 
 
 def completion(enc: encoder.Encoder, turn: dict) -> list[int]:
@@ -268,3 +273,13 @@ def test_engine_stopped_on_a_control_that_is_no_stop(fmt, tok):
     assert got == {"message": {"role": "assistant", "content": None, "reasoning_content": "Think: sun.\nOk."},
                    "finish_reason": "stop"}
     assert ck.decoder.stopped.reason == "stop_id" and ck.decoder.status == "no_final"
+
+
+def test_a_run_merged_across_the_generation_prompt_is_regenerated_from_the_cut():
+    """ChatML encodes ``assistant\\n`` + content as one run: content ``"\\n"`` makes one ``\\n\\n``
+    token across the cut.  What a model generates after the prompt is ``\\n`` then ``<|im_end|>``
+    (found by the property test above under another random seed)."""
+    enc = enc_for("chatml", None)
+    ids = completion(enc, turns("chatml", "\n")["final"])
+    assert ids == enc.tokenizer.encode_text("\n") + [enc.tokenizer.control_id("<|im_end|>")]
+    assert accumulate(stream(enc, ids, [])) == expected(enc, ids)

@@ -23,7 +23,6 @@ from ocml.encoder.errors import OcmlError, ParseError
 from ocml.encoder.events import Delta, Error, MessageEnd, MessageStart, Stop
 from ocml.encoder.parse import ParseResult
 
-hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 

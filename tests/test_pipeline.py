@@ -186,10 +186,22 @@ def test_manifest(packed: Any, enc: encoder.Encoder) -> None:
     assert all((out / p).exists() for p in m["shards"]["parquet"] + m["shards"]["npy"])
 
 
-def test_identical_output_for_1_and_2_workers(tmp_path: Path) -> None:
+@pytest.mark.parametrize("thread", [False, True], ids=["fork", "forkserver"])
+def test_identical_output_for_1_and_2_workers(tmp_path: Path, thread: bool) -> None:
+    """Byte-identical shards whatever the worker count, on both start paths: ``fork`` (this
+    process has one thread) and ``forkserver`` (another thread is alive), where the encoder
+    reaches the workers only through the pool's initializer."""
+    import threading
+
     write_data(tmp_path / "in.jsonl", 90, seed=3, bad={9: "nope"})
     a = run(opts([tmp_path / "in.jsonl"], tmp_path / "w1", workers=1, chunk_records=7))
-    b = run(opts([tmp_path / "in.jsonl"], tmp_path / "w2", workers=2, chunk_records=7))
+    stop = threading.Event()
+    if thread:
+        threading.Thread(target=stop.wait, daemon=True).start()
+    try:
+        b = run(opts([tmp_path / "in.jsonl"], tmp_path / "w2", workers=2, chunk_records=7))
+    finally:
+        stop.set()
     files = sorted(p.relative_to(tmp_path / "w1") for p in (tmp_path / "w1").rglob("*")
                    if p.is_file() and p.parent.name != ".ocml" and p.name != "report.json")
     assert len(files) > 5

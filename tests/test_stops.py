@@ -55,7 +55,6 @@ def test_apertus_criteria_by_format_name():
 
 def test_hf_stopping_criteria_with_torch_tensors():
     torch = pytest.importorskip("torch")
-    pytest.importorskip("transformers")
     from transformers import StoppingCriteria
 
     h = encoder.Encoder("harmony")

@@ -23,7 +23,6 @@ from ocml.encoder.events import Error, Stop
 from ocml.encoder.stream.batch import BatchDecoder, BatchParseError, batch_decoder
 from ocml.encoder.stream.decoder import StreamDecoder
 
-hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 

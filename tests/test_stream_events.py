@@ -17,7 +17,6 @@ from ocml.encoder.stream.batch import BatchDecoder
 from ocml.encoder.stream.transport import (DeltaFlush, ResponseCancel, ResponseDelta, ResponseDone, ResponseError,
                                       ToolCancel, Transport, merge_deltas)
 
-hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 

@@ -18,7 +18,6 @@ from ocml import encoder
 from ocml.encoder.events import Delta, Error, MessageEnd, Stop
 from ocml.encoder.stream.scanner import Scanner, coalesce
 
-hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 

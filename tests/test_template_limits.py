@@ -12,7 +12,6 @@ import pytest
 from ocml import encoder
 from ocml.encoder.errors import BodyConstraintError, CallSchemaError
 
-pytest.importorskip("transformers")
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,6 @@ import pytest
 
 from gen import TOOL_NAMES, WORDS, harmony_conversation, schema
 
-pytest.importorskip("transformers")
 
 FORMATS = ("harmony", "openchatml-2.2", "openchatml-2.0", "chatml", "apertus")
 REASONING = ("thinking", "reasoning_content", "reasoning")

@@ -23,7 +23,6 @@ from ocml import encoder
 from ocml.encoder.errors import UnrepresentableError
 from ocml.encoder.openai_message import ChatChoice, tool_call_ids
 
-hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 

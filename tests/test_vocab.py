@@ -125,7 +125,6 @@ def test_no_text_encodes_to_a_control_id_tiktoken(text):
 
 @pytest.fixture(scope="module")
 def hf_ocm():
-    pytest.importorskip("tokenizers")
     return vocab.from_hf(vocab.load("cl100k_base", register="openchatml-2.2").to_hf(), register="openchatml-2.2")
 
 
@@ -146,7 +145,8 @@ def test_hf_backend_same_ids_as_tiktoken(hf_ocm):
 
 
 def test_from_hf_registers_missing_tokens():
-    tokenizers = pytest.importorskip("tokenizers")
+    import tokenizers
+
     from tokenizers import models, pre_tokenizers
 
     raw = tokenizers.Tokenizer(models.BPE(vocab={c: i for i, c in enumerate("abc<|>")}, merges=[]))
@@ -168,7 +168,6 @@ def tiny_tiktoken(tmp_path, monkeypatch):
 
     from ocml.vocab import tiktoken_backend
 
-    pytest.importorskip("transformers")
     monkeypatch.setenv("OCML_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(tiktoken_backend, "_HF_BACKENDS", OrderedDict())
     path = tmp_path / "tiny.tiktoken"
@@ -213,8 +212,10 @@ def test_to_hf_role_tokens(tiny_tiktoken):
 
 
 def test_hf_backend_to_hf_roles_and_pickle():
-    transformers = pytest.importorskip("transformers")
-    tokenizers = pytest.importorskip("tokenizers")
+    import transformers
+
+    import tokenizers
+
     from tokenizers import models, pre_tokenizers
 
     raw = tokenizers.Tokenizer(models.BPE(vocab={c: i for i, c in enumerate("abcdefgh")}, merges=[]))

@@ -216,26 +216,6 @@ def _render_all(enc: Any, convs: list[Any]) -> list[Any]:
 # -- the pool ------------------------------------------------------------------------------------
 
 _WORKER: dict[str, Any] = {}
-# The forkserver imports this module once; with this variable set it also builds the encoder
-# there, so every worker forks with the vocabulary already parsed (~1 s saved per worker).
-PRELOAD_ENV = "OCML_WORKER_PRELOAD"
-_PRELOAD_MAX = 1 << 16  # a tiktoken encoder pickles to ~400 bytes; HF ones carry their JSON: skip those
-
-
-def _preload() -> None:
-    blob = os.environ.get(PRELOAD_ENV)
-    if not blob:
-        return
-    import base64
-    import pickle
-
-    try:
-        _WORKER["preloaded"] = pickle.loads(base64.b64decode(blob))
-    except Exception:  # noqa: BLE001 - only an optimisation: workers build the encoder themselves
-        pass
-
-
-_preload()
 
 
 def _init_worker(enc: Any, spec: RenderSpec) -> None:
@@ -273,11 +253,17 @@ def _ping() -> int:
     return os.getpid()
 
 
-def _context(enc: Any) -> Any:
+def _context() -> Any:
     """``fork`` on Linux while this process has one thread: workers start at once with the
     encoder and its parsed vocabulary already in memory (shared copy-on-write).  Otherwise
-    (threads exist: forking could copy a held lock; other systems) ``forkserver``, whose
-    server builds the encoder once for all workers (``PRELOAD_ENV``), or ``spawn``."""
+    (threads exist: forking could copy a held lock; other systems) ``forkserver`` with this
+    module imported once in the server, or ``spawn``.  Either way the encoder reaches each
+    worker through the pool's initializer (``_init_worker``), like every other argument.
+
+    No encoder is preloaded into the forkserver (it once was, from a pickled environment
+    variable unpickled at import): that saved each forkserver worker its vocabulary load,
+    measured ~1 s of CPU per worker once per run (``python scripts/bench_pool_start.py``),
+    and cost an import-time ``pickle.loads`` of the environment."""
     import threading
 
     methods = multiprocessing.get_all_start_methods()
@@ -285,12 +271,6 @@ def _context(enc: Any) -> Any:
         return multiprocessing.get_context("fork")
     if "forkserver" not in methods:
         return multiprocessing.get_context("spawn")
-    import base64
-    import pickle
-
-    blob = pickle.dumps(enc)
-    if len(blob) <= _PRELOAD_MAX:
-        os.environ[PRELOAD_ENV] = base64.b64encode(blob).decode()
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["ocml.encoder.pipeline.workers"])
     return ctx
@@ -304,7 +284,7 @@ class RenderPool:
         self.in_flight = in_flight or 2 * self.workers + 1
         self._pool: ProcessPoolExecutor | None = None
         if self.workers > 1:
-            ctx = _context(enc)
+            ctx = _context()
             self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init_worker,
                                              initargs=(enc, spec))
             self._pool.submit(_ping).result()  # start the workers now (fork: before any thread of ours)
@@ -340,7 +320,6 @@ class RenderPool:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
-        os.environ.pop(PRELOAD_ENV, None)
 
     def __enter__(self) -> RenderPool:
         return self

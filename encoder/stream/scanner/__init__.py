@@ -132,19 +132,18 @@ single-id ``feed`` (token-by-token streaming) with no byte work at all, and
 the stream decoder uses the same table for its own lean path.  The tables are
 built vectorised with numpy (only tokens that contain a byte that can leave
 the root are simulated) plus one decode per token, about 0.15 s for a 200k
-vocabulary.  ``bench()`` measures µs/token.
+vocabulary.  ``scripts/bench_scanner.py`` measures µs/token.
 
 Package layout
 --------------
 ``atoms`` (what the scanner emits), ``automaton`` (the Aho-Corasick builder and the
 per-token root tables), ``tables`` (``ScannerTables``, per tokenizer and profile), ``core``
-(``Scanner``, per stream) and ``bench``.
+(``Scanner``, per stream).  The benchmark is ``scripts/bench_scanner.py``, outside the package.
 """
 
 from __future__ import annotations
 
 from .atoms import Atom, Control, InvalidId, Special, StopString, Text, coalesce
-from .bench import bench
 from .core import Scanner
 from .tables import ScannerTables, token_texts
 
@@ -157,7 +156,6 @@ __all__ = [
     "Special",
     "StopString",
     "Text",
-    "bench",
     "coalesce",
     "token_texts",
 ]
