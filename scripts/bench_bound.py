@@ -1,0 +1,141 @@
+"""Issue 18's bound: how close to the BPE floor can *any* Python renderer get on chat-like data?
+
+    python scripts/bench_bound.py [--records 1500] [--rounds 9]
+
+On the same chat-like records as ``bench_builds.py`` (``make_sample.chat_records``, Harmony), one
+process, fastest of ``--rounds`` interleaved rounds, each timed against the floor in the same round:
+
+- ``floor``: ``encode_ordinary`` over the text runs between the control tokens of the renders
+  (what the issue's percentages divide by);
+- ``skeleton: assemble``: a renderer that already knows every conversation's layout (its text
+  runs and control ids, precomputed) and only does what no renderer can skip: one BPE call per
+  run, the ids and the mask appended, one numpy array of each per conversation;
+- ``skeleton: read + assemble``: the same plus one pass over every record's dicts (each
+  message's keys and values, tool calls' JSON arguments parsed once), the least work any
+  reader of OpenAI dicts does;
+- ``ocml render_batch`` as installed (compiled or, with ``OCML_PURE_PYTHON=1``, the source).
+
+Speeds are tokens/s as % of the floor's (control tokens counted, as ``bench_builds.py`` does).
+The skeletons bound what the goal rows can reach while rendering happens in Python objects:
+whatever ocml adds on top of ``read + assemble`` (validation, layout, masks by policy, error
+positions) comes out of the gap between that skeleton and 100%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=1500)
+    ap.add_argument("--rounds", type=int, default=9)
+    args = ap.parse_args()
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import make_sample
+    from bench_render import text_runs
+
+    from ocml import encoder
+    from ocml.encoder.pipeline.records import conversation_from_record
+
+    enc = encoder.Encoder("harmony")
+    tok = enc.tokenizer
+    core = tok.encoding._core_bpe.encode_ordinary
+    special = np.fromiter(tok.special_ids, dtype=np.int64)
+    records = [json.loads(x) for x in make_sample.chat_records(random.Random(0), args.records, ())]
+    chat = [conversation_from_record(r) for r in records]
+    renders = enc.render_batch(chat).results
+    tokens = sum(len(r) for r in renders)
+    # per conversation: [(text run or None, control id or None), ...] in order, and its mask bits
+    layouts: list[list[tuple[str | None, int | None, bool]]] = []
+    for r in renders:
+        ids = np.asarray(r.ids)
+        mask = np.asarray(r.mask, dtype=bool)
+        ctl = np.isin(ids, special)
+        plan: list[tuple[str | None, int | None, bool]] = []
+        a = 0
+        for b in [*np.flatnonzero(ctl).tolist(), len(ids)]:
+            if b > a:
+                plan.append((tok.decode_bytes(ids[a:b].tolist()).decode("utf-8"), None, bool(mask[a])))
+            if b < len(ids):
+                plan.append((None, int(ids[b]), bool(mask[b])))
+            a = b + 1
+        layouts.append(plan)
+    runs = [t for r in renders for t in text_runs(tok, r.ids)]
+
+    def floor() -> None:
+        for t in runs:
+            core(t)
+
+    def assemble() -> None:
+        for plan in layouts:  # the cheapest Python assembly: C-level extends, the mask as run lengths
+            ids: list[int] = []
+            bits: list[bool] = []
+            lens: list[int] = []
+            for text, cid, trained in plan:
+                if text is not None:
+                    got = core(text)
+                    ids += got
+                    lens.append(len(got))
+                else:
+                    ids.append(cid)  # type: ignore[arg-type]
+                    lens.append(1)
+                bits.append(trained)
+            np.array(ids, dtype=np.int64)
+            np.repeat(np.array(bits, dtype=bool), lens)
+
+    def read() -> None:
+        for rec in records:
+            for m in rec["messages"]:
+                for k, v in m.items():
+                    if k == "tool_calls" and v:
+                        for c in v:
+                            json.loads(c["function"]["arguments"]) if isinstance(c["function"]["arguments"], str) else None
+            for t in rec.get("tools") or ():
+                t.get("function")
+
+    def read_assemble() -> None:
+        read()
+        assemble()
+
+    def ocml() -> None:
+        enc.render_batch(chat)
+
+    work: dict[str, Any] = {"skeleton: assemble": assemble, "skeleton: read + assemble": read_assemble,
+                            "ocml render_batch": ocml}
+    for fn in (floor, *work.values()):
+        fn()
+    best = {name: float("inf") for name in work}
+    best_floor = float("inf")
+    for _ in range(args.rounds):
+        for name, fn in work.items():
+            t0 = time.perf_counter()
+            fn()
+            t1 = time.perf_counter()
+            floor()
+            t2 = time.perf_counter()
+            best[name] = min(best[name], t1 - t0)
+            best_floor = min(best_floor, t2 - t1)
+    floor_tokens = sum(len(core(t)) for t in runs)
+    print(f"{len(records)} chat-like records, {tokens} tokens; fastest of {args.rounds} rounds; "
+          f"COMPILED={getattr(encoder, 'COMPILED', None)}; load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print("| workload | time vs floor | speed vs floor |")
+    print("|---|---|---|")
+    for name, t in best.items():
+        speed = (tokens / t) / (floor_tokens / best_floor)
+        print(f"| {name} | {t / best_floor:.2f}x | {100 * speed:.0f}% |")
+
+
+if __name__ == "__main__":
+    main()
