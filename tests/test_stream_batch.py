@@ -444,3 +444,57 @@ def test_fallback_literal_blocks(encs, vectorized):
     assert "<|end|> still" in refs[0].messages[0].content
     # some row streamed inside the literal block on the lean path (its own lane)
     assert any(lane.ft is refs[0].tables.literal.fast_text for _, lane in bd._lanes.values())
+
+
+# -- engines that strip the stop token: finish(stop_reason=..., eos=...) per row ------------
+
+def _stripped_rows(enc):
+    """Four rows whose engine stripped the stop: an answer (<|return|>), a tool call (<|call|>),
+    a stop string, and a row that hit max tokens (no stop)."""
+    tok = enc.tokenizer
+    answer = final_prefix(enc) + tok.encode_text("It is sunny")
+    call = (ctl(enc, "<|channel|>") + tok.encode_text("commentary to=functions.get_weather ")
+            + ctl(enc, "<|constrain|>") + tok.encode_text("json") + ctl(enc, "<|message|>")
+            + tok.encode_text('{"city": "Oslo"}'))
+    return [answer, call, final_prefix(enc) + tok.encode_text("Observation: x"), final_prefix(enc) + tok.encode_text("cut")]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("vectorized", PATHS)
+def test_finish_with_engine_stops_equals_each_decoder(encs, mode, vectorized):
+    enc = encs[mode]
+    rows = _stripped_rows(enc)
+    reasons = {0: ctl(enc, "<|return|>")[0] if len(ctl(enc, "<|return|>")) == 1 else "<|return|>",
+               2: "Observation:"}
+    eos = {1: True}
+    bd = BatchDecoder(enc, len(rows), vectorized=vectorized)
+    width = max(map(len, rows))
+    for k in range(width):
+        bd.step([r[k] if k < len(r) else PAD for r in rows])
+    got = bd.finish(stop_reason=reasons, eos=eos)
+    for r, ids in enumerate(rows):
+        ref = StreamDecoder(enc, role="assistant")
+        ref.feed(ids)
+        want = ref.finish(reasons.get(r), eos=eos.get(r, False))
+        assert got[r] == want, r
+        assert bd.status_of(r) == ref.status and bd.decoder(r).to_openai() == ref.to_openai()
+    assert bd.status == ["final", "tool_call", "final", "truncated"]
+    assert bd.decoder(1).to_openai().finish_reason == "tool_calls"
+
+
+@pytest.mark.parametrize("vectorized", PATHS)
+def test_finish_one_value_for_the_rows_asked_and_bad_values_end_no_row(encs, vectorized):
+    enc = encs["harmony"]
+    rows = _stripped_rows(enc)[:2]
+    bd = BatchDecoder(enc, 2, vectorized=vectorized)
+    for k in range(max(map(len, rows))):
+        bd.step([r[k] if k < len(r) else PAD for r in rows])
+    with pytest.raises(TypeError):  # checked for every row before any row ends
+        bd.finish(stop_reason={0: "<|return|>", 1: 3.5})
+    with pytest.raises(ValueError):
+        bd.finish(stop_reason="<|return|>", eos=True)
+    assert not bd.done.any()
+    out = bd.finish([0], stop_reason="<|return|>")
+    assert bd.done.tolist() == [True, False] and out[1] == [] and bd.status_of(0) == "final"
+    bd.finish(eos=True)
+    assert bd.status == ["final", "tool_call"]

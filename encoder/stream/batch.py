@@ -26,9 +26,13 @@ API
     with nothing to report).  Every list equals what ``StreamDecoder.feed([ids[r]])`` of
     that row would return.  ``pad_id=None``: every id is fed (negative ids are then
     ``E-VOCAB-ID`` errors, as in ``StreamDecoder``).
-``finish(rows=None) -> list[list[Event]]``
-    ``StreamDecoder.finish()`` for the given rows (default: all), B lists (empty for rows
-    not asked or already done).  A finished row is ``done``.
+``finish(rows=None, *, stop_reason=None, eos=False) -> list[list[Event]]``
+    ``StreamDecoder.finish(stop_reason, eos=eos)`` for the given rows (default: all), B lists
+    (empty for rows not asked or already done).  A finished row is ``done``.  Engines that
+    strip the stop token say why each row stopped: ``stop_reason`` is one value for every
+    row asked (a stop id or stop string, as vLLM's ``CompletionOutput.stop_reason``) or a
+    mapping row -> value; ``eos`` is one bool or a mapping row -> bool.  A row a mapping does
+    not name finishes plainly (a message still open is truncated).
 ``cancel(rows=None, reason="cancelled") -> list[list[Event]]``
     ``StreamDecoder.cancel(reason)`` for the given rows (default: all), like ``finish``:
     the open message ends ``truncated`` without an error, then ``Stop(reason="cancel")``.
@@ -101,7 +105,7 @@ the scanner state at random points.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from operator import index
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -111,6 +115,7 @@ from ..errors import InputError, InputIndexError, InputTypeError, ParseError
 from ..events import Delta, Event, Stop
 from ..messages import Message
 from .decoder import StreamDecoder
+from .engine_stop import engine_stop
 
 if TYPE_CHECKING:
     from ..codec import Codec
@@ -375,17 +380,38 @@ class BatchDecoder:
                 append(self._slow(r, i, errors))
         return out
 
-    def finish(self, rows: Iterable[int] | None = None) -> list[list[Event]]:
-        """End the streams of ``rows`` (default all): ``StreamDecoder.finish()`` each; B event lists."""
-        return self._end_rows(rows, StreamDecoder.finish)
+    def finish(self, rows: Iterable[int] | None = None, *,
+               stop_reason: int | str | Mapping[int, int | str | None] | None = None,
+               eos: bool | Mapping[int, bool] = False) -> list[list[Event]]:
+        """End the streams of ``rows`` (default all): ``StreamDecoder.finish(stop_reason, eos=eos)``
+        each, the values per row when given as mappings (row -> value); B event lists."""
+        reasons, eoses = self._per_row(stop_reason, None), self._per_row(eos, False)
+        asked = range(self.batch_size) if rows is None else [self._row(r) for r in rows]
+        for r in asked:  # every row's values checked before any row ends (no half-finished batch)
+            if reasons(r) is not None or eoses(r) is not False:
+                engine_stop(self.enc, reasons(r), eos=eoses(r))
+
+        def end(r: int, d: StreamDecoder) -> list[Event]:
+            return d.finish(reasons(r), eos=eoses(r))  # the decoder checks the values (engine_stop)
+
+        return self._end_rows(rows, end)
+
+    def _per_row(self, value: Any, absent: Any) -> Callable[[int], Any]:
+        """``finish``'s ``stop_reason`` / ``eos`` per row: one value for every row, or a mapping
+        row -> value (a row it does not name gets ``absent``)."""
+        if isinstance(value, Mapping):
+            table = {self._row(k): v for k, v in value.items()}
+            return lambda r: table.get(r, absent)
+        return lambda r: value
 
     def cancel(self, rows: Iterable[int] | None = None, reason: str = "cancelled") -> list[list[Event]]:
         """Cancel the streams of ``rows`` (default all): ``StreamDecoder.cancel(reason)`` each; B event lists."""
         if not isinstance(reason, str) or not reason:
             raise InputTypeError(f"reason must be a non-empty string, got {reason!r}", field="reason")
-        return self._end_rows(rows, lambda d: d.cancel(reason))
+        return self._end_rows(rows, lambda r, d: d.cancel(reason))
 
-    def _end_rows(self, rows: Iterable[int] | None, end: Callable[[StreamDecoder], list[Event]]) -> list[list[Event]]:
+    def _end_rows(self, rows: Iterable[int] | None,
+                  end: Callable[[int, StreamDecoder], list[Event]]) -> list[list[Event]]:
         n = self.batch_size
         out: list[list[Event]] = [[] for _ in range(n)]
         errors: dict[int, ParseError] = {}
@@ -394,7 +420,7 @@ class BatchDecoder:
                 continue
             self._sync(r)
             try:
-                out[r] = end(self._decs[r])
+                out[r] = end(r, self._decs[r])
             except ParseError as e:
                 errors[r] = e
                 self._failed[r] = e
