@@ -118,7 +118,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
 
     check_applies(args, "render")
     make, _ = encoder_factory(args.format, args.tokenizer, args.model, sys.stderr)
-    enc = make(mask=args.mask, cot=args.cot, **_format_options(args))
+    enc = make(mask=args.mask, cot=args.cot, shape=args.shape, shape_options=_shape_options(args), **_format_options(args))
     conv = load_conversation(args.file, args.line, messages_field=args.messages_field, tools_field=args.tools_field)
     r = enc.render(conv, mode=args.mode)
     if args.color is not None:
@@ -150,6 +150,14 @@ def _cmd_text(args: argparse.Namespace) -> int:
     sys.stdout.write(enc.to_text(load_conversation(args.file, args.line)))
     print()
     return EXIT_OK
+
+
+def _shape_options(args: argparse.Namespace) -> Any:
+    """``--field`` / ``--completion-only-loss`` / ``--string-prompt`` for one record (render shows one
+    sequence: a preference pair's two sides are ``ocml pack --shape preference --no-pack`` rows)."""
+    from .inputs.shapes import Fields, ShapeOptions
+
+    return ShapeOptions(Fields.parse(tuple(args.field)), args.completion_only_loss, args.string_prompt, "dpo")
 
 
 def _format_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -225,7 +225,34 @@ def test_render_takes_packs_mask_and_fields(tmp_path: Path, capsys: pytest.Captu
     assert code == EXIT_OK and sum(json.loads(out)["mask"]) == 0
 
 
+def test_render_takes_packs_shape_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """--shape / --field / --completion-only-loss / --string-prompt: one record as ``ocml pack`` reads it."""
+    from ocml import encoder
+    from ocml.encoder.inputs.shapes import Fields, ShapeOptions
+
+    f = tmp_path / "r.json"
+    f.write_text(json.dumps({"instruction": "Add", "input": "1+1", "response": "2"}))
+    code, out, _ = run(capsys, "render", str(f), "--shape", "alpaca", "--field", "output=response", "--json")
+    want = encoder.Encoder(shape="alpaca", shape_options=ShapeOptions(Fields.parse(("output=response",))))
+    assert code == EXIT_OK and json.loads(out)["ids"] == want.render(json.loads(f.read_text())).ids.tolist()
+    code, _, err = run(capsys, "render", str(f), "--shape", "alpaca")  # no 'output' without --field
+    assert code == EXIT_USAGE and "[E-SHAPE-MISSING] alpaca record has no 'output'" in err and "--field output=" in err
+    f.write_text(json.dumps({"prompt": "The sky is", "completion": " blue."}))
+    masks = {}
+    for flags in ((), ("--no-completion-only-loss",), ("--string-prompt", "chat")):
+        code, out, _ = run(capsys, "render", str(f), *flags, "--json")
+        assert code == EXIT_OK
+        masks[flags] = json.loads(out)["mask"]
+    assert 0 < sum(masks[()]) < len(masks[()]) and all(masks[("--no-completion-only-loss",)])
+    assert len(masks[("--string-prompt", "chat")]) > len(masks[()])  # a user turn and the answer, with controls
+    f.write_text(json.dumps({"prompt": [{"role": "user", "content": "q"}], "chosen": [{"role": "assistant", "content": "a"}],
+                             "rejected": [{"role": "assistant", "content": "b"}]}))
+    code, _, err = run(capsys, "render", str(f))  # a pair is two sequences: pack rows, not one render
+    assert code == EXIT_USAGE and "E-SHAPE-PAIR" in err
+
+
 @pytest.mark.parametrize("extra, opt", [
+    (["--pair-columns", "orpo"], "--pair-columns"),
     (["--out", "x"], "--out"), (["--seq-len", "8"], "--seq-len"), (["--overlong", "split"], "--overlong"),
     (["--no-pack"], "--no-pack"), (["--pad-to-multiple-of", "8"], "--pad-to-multiple-of"),
     (["--workers", "1"], "--workers"), (["--no-progress"], "--progress/--no-progress"),

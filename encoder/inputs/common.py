@@ -60,7 +60,8 @@ def text_field(record: Mapping[str, Any], key: str, shape: str, required: bool =
     value = record.get(key)
     if value is None:
         if required:
-            raise missing(shape, key, f"a {shape} record needs {key!r} (rename a column with --field {key}=COLUMN)")
+            article = "an" if shape[:1] in "aeiou" else "a"
+            raise missing(shape, key, f"{article} {shape} record needs {key!r} (rename a column with --field {key}=COLUMN)")
         return ""
     if not isinstance(value, str):
         raise InputError(f"{shape} {key!r} must be a string, got {type(value).__name__}", code="E-SHAPE-TYPE",
