@@ -66,7 +66,8 @@ if TYPE_CHECKING:
 
     from .codec import Codec
 
-__all__ = ["CallIds", "ChatChoice", "FINISH_REASONS", "function_name", "kind", "project", "to_openai", "tool_call_ids"]
+__all__ = ["CallIds", "ChatChoice", "FINISH_REASONS", "expand", "function_name", "kind", "parts_of", "project",
+           "to_openai", "tool_call_ids"]
 
 FUNCTIONS = "functions."
 #: finish reasons ``ChatChoice.finish_reason`` takes (None: the stream is still running)
@@ -166,6 +167,7 @@ def project(messages: Sequence[Message], ends: Sequence[str], *, stop: str | Non
     if not isinstance(call_id_seed, str):
         raise InputTypeError(f"call_id_seed must be a string, got {type(call_id_seed).__name__}",
                              field="call_id_seed", hint="e.g. the request id")
+    messages, ends = expand(messages, ends)
     reasoning: list[str] = []
     content: list[str] = []
     calls: list[dict[str, Any]] = []
@@ -195,6 +197,32 @@ def project(messages: Sequence[Message], ends: Sequence[str], *, stop: str | Non
     if calls:
         msg["tool_calls"] = calls
     return ChatChoice(msg, _finish(messages, ends, stop, frozenset(stops), done), tuple(errs))
+
+
+def parts_of(m: Message) -> tuple[Message, ...] | None:
+    """The plain messages a message whose ``structured`` content is a turn of blocks (Apertus:
+    thoughts, response, calls, outputs in one message) stands for, in order
+    (``structured.openai_parts()``); None for any other message."""
+    f = getattr(m.structured, "openai_parts", None)
+    return f() if f is not None else None
+
+
+def expand(messages: Sequence[Message], ends: Sequence[str]) -> tuple[list[Message], list[str]]:
+    """Messages and end reasons with every turn of blocks replaced by its parts (``parts_of``):
+    the last part ends as the turn did, the others with ``end``."""
+    out: list[Message] = []
+    out_ends: list[str] = []
+    for j, m in enumerate(messages):
+        parts = parts_of(m)
+        if parts is None:
+            out.append(m)
+            if j < len(ends):
+                out_ends.append(ends[j])
+            continue
+        out += parts
+        if j < len(ends):
+            out_ends += ["end"] * (len(parts) - 1) + [ends[j]] if parts else []
+    return out, out_ends
 
 
 def _finish(messages: Sequence[Message], ends: Sequence[str], stop: str | None, stops: frozenset[str],
