@@ -26,6 +26,10 @@ deltas concatenated as OpenAI clients do - equals ``enc.to_openai(ids)`` (messag
 finish reason, tool call ids included) however the ids are chunked, and no delta holds
 control text: deltas are cut from the decoder's message content, never from raw text.
 Several answer (or reasoning) messages are joined with ``"\\n"``, as ``to_openai`` joins them.
+A turn of blocks (``Format.turn_blocks``: Apertus) streams its thoughts and response text as
+``reasoning_content`` / ``content`` deltas, and each call whole (``id``, name and arguments in
+one delta) when the turn ends: the call list is readable only at its ``<|tools_suffix|>``,
+where a completion stops.
 With ``prefill=`` (``render(..., mode="continue")``) the deltas carry only the
 continuation; ``decoder.to_openai()`` has the whole message (``ocml.encoder.prefill``).
 """

@@ -34,6 +34,15 @@ plus a ``finish_reason``.  ``project`` builds both from parsed messages, for eve
   (no stop token: max tokens, truncated mid-message); ``abort`` when the stream was
   cancelled (vLLM's name for it); None while a stream is still running.
 
+A turn of blocks (Apertus: one message whose ``structured`` holds thoughts, response, tool
+calls and tool outputs) counts as its parts (``expand``, ``Turn.openai_parts``): thoughts are
+``analysis`` messages (``reasoning_content``), response text ``final`` ones (``content``), each
+call of a ``<|tools_prefix|>[{"NAME": ARGS}, ...]<|tools_suffix|>`` list a call to
+``functions.NAME`` whose ``arguments`` is ARGS verbatim (vLLM's Apertus parser re-serialises
+it; verbatim keeps the round trip), tool outputs a ``tool`` message (the tools' words, not
+the model's: reported below).  Empty text blocks give nothing; the turn's end reason is its
+last part's, so a turn that stopped on ``<|tools_suffix|>`` after a call gives ``tool_calls``.
+
 Messages of another role in a completion (the model opened a ``user`` turn) have no
 place in the message: each is reported in ``errors`` (``E-UNREPRESENTABLE``, its content
 in ``Error.text``), or raises ``UnrepresentableError`` with ``strict=True``.
@@ -41,7 +50,7 @@ in ``Error.text``), or raises ``UnrepresentableError`` with ``strict=True``.
 Round trip: for a completion of the usual shapes (``[analysis] final <|return|>``,
 ``[analysis] [preamble] call <|call|>``) rendered in the format's own header layout,
 ``enc.render([*prompt, choice.message], mode="train")`` gives the completion's ids back
-after the prompt.  Not round-tripping, by construction: several analysis / answer
+after the prompt (Apertus: ``[thoughts] [response] [calls]``, registered or fallback).  Not round-tripping, by construction: several analysis / answer
 messages (joined), a call without ``<|constrain|>json`` (OpenAI calls read back as JSON),
 built-in tool calls, a Harmony preamble without analysis (the gpt-oss template reads
 content next to tool calls as analysis), headers in another order than the renderer's

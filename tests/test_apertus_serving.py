@@ -1,5 +1,5 @@
 """Apertus completions in the OpenAI view: ``to_openai``, the stream decoder, the chunker, the
-response template and the round trip agree, registered tokens and fallback (controls as text).
+response template (``tests/test_response_template.py``) and the round trip agree, registered tokens and fallback (controls as text).
 
 An Apertus turn is one message of blocks (``Message.structured``: thoughts, response, calls,
 outputs); ``Turn.openai_parts`` gives the plain messages the OpenAI message is built from, so
@@ -9,8 +9,6 @@ stopped on ``<|tools_suffix|>``.
 """
 
 from __future__ import annotations
-
-import codecs
 
 import pytest
 
@@ -202,24 +200,3 @@ def test_empty_blocks_give_no_field():
     assert choice.message == {"role": "assistant", "content": "Hi."} and choice.finish_reason == "stop"
     ck = enc.chunker(id="x", created=1)
     assert accumulate(ck.feed(ids) + ck.finish())["message"] == choice.message
-
-
-def test_response_template_reads_what_to_openai_reads():
-    transformers = pytest.importorskip("transformers")
-    if not hasattr(transformers.PreTrainedTokenizerBase, "parse_response"):
-        pytest.skip("transformers < 5.13 has no response templates")
-    from ocml.encoder.template.save import hf_tokenizer
-
-    enc = enc_for(None)
-    hf = hf_tokenizer(enc)
-    p = prompt(enc)
-    for shape in sorted(SHAPES):
-        ids = completion(enc, SHAPES[shape][0])
-        want = no_ids(enc.to_openai(ids).message)
-        assert hf.parse_response(ids, prefix=p) == want, shape
-        parser = hf.get_response_parser(prefix=p)
-        utf8 = codecs.getincrementaldecoder("utf-8")("strict")  # a stream decodes without splitting characters
-        for i in ids:
-            parser.feed(utf8.decode(enc.tokenizer.decode_bytes([i])))
-        parser.feed(utf8.decode(b"", final=True))
-        assert parser.finalize()[0] == want, shape
