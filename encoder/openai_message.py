@@ -176,7 +176,7 @@ def project(messages: Sequence[Message], ends: Sequence[str], *, stop: str | Non
     if not isinstance(call_id_seed, str):
         raise InputTypeError(f"call_id_seed must be a string, got {type(call_id_seed).__name__}",
                              field="call_id_seed", hint="e.g. the request id")
-    messages, ends = expand(messages, ends)
+    messages, ends, origin = expand(messages, ends)
     reasoning: list[str] = []
     content: list[str] = []
     calls: list[dict[str, Any]] = []
@@ -186,7 +186,7 @@ def project(messages: Sequence[Message], ends: Sequence[str], *, stop: str | Non
         if m.role != "assistant":
             if strict:
                 raise UnrepresentableError(f"a {m.role} message in a completion has no place in an OpenAI "
-                                           "assistant message", index=j, field="role",
+                                           "assistant message", index=origin[j], field="role",
                                            hint="the completion should hold assistant messages only")
             errs.append(Error("E-UNREPRESENTABLE", f"a {m.role} message in the completion is not part of the "
                               "OpenAI assistant message", None, m.content))
@@ -216,22 +216,23 @@ def parts_of(m: Message) -> tuple[Message, ...] | None:
     return f() if f is not None else None
 
 
-def expand(messages: Sequence[Message], ends: Sequence[str]) -> tuple[list[Message], list[str]]:
+def expand(messages: Sequence[Message], ends: Sequence[str]) -> tuple[list[Message], list[str], list[int]]:
     """Messages and end reasons with every turn of blocks replaced by its parts (``parts_of``):
-    the last part ends as the turn did, the others with ``end``."""
+    the last part ends as the turn did, the others with ``end``; and each one's message index."""
     out: list[Message] = []
     out_ends: list[str] = []
+    origin: list[int] = []
     for j, m in enumerate(messages):
         parts = parts_of(m)
         if parts is None:
-            out.append(m)
-            if j < len(ends):
-                out_ends.append(ends[j])
-            continue
+            parts = (m,)
+        elif j < len(ends) and parts:
+            out_ends += ["end"] * (len(parts) - 1)
         out += parts
-        if j < len(ends):
-            out_ends += ["end"] * (len(parts) - 1) + [ends[j]] if parts else []
-    return out, out_ends
+        origin += [j] * len(parts)
+        if j < len(ends) and parts:
+            out_ends.append(ends[j])
+    return out, out_ends, origin
 
 
 def _finish(messages: Sequence[Message], ends: Sequence[str], stop: str | None, stops: frozenset[str],

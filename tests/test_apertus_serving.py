@@ -182,8 +182,9 @@ def test_tool_outputs_in_a_completion_have_no_place_in_the_message():
                                       "tool_calls": [call("get_weather", '{"city": "Oslo"}')]}
     assert choice.finish_reason == "stop"
     assert [(e.code, e.text) for e in choice.errors] == [("E-UNREPRESENTABLE", '[{"temp": 3}]')]
-    with pytest.raises(UnrepresentableError):
+    with pytest.raises(UnrepresentableError) as e:
         enc.to_openai(ids, strict=True)
+    assert e.value.index == 0  # the turn's message index
     # the stream stops at the call: the turn so far, finish_reason tool_calls
     ck = enc.chunker(id="x", created=1)
     got = accumulate(ck.feed(ids) + ck.finish())
