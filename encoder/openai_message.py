@@ -50,9 +50,10 @@ in ``Error.text``), or raises ``UnrepresentableError`` with ``strict=True``.
 Round trip: for a completion of the usual shapes (``[analysis] final <|return|>``,
 ``[analysis] [preamble] call <|call|>``) rendered in the format's own header layout,
 ``enc.render([*prompt, choice.message], mode="train")`` gives the completion's ids back
-after the prompt (Apertus: ``[thoughts] [response] [calls]``, registered or fallback).  Not round-tripping, by construction: several analysis / answer
-messages (joined), a call without ``<|constrain|>json`` (OpenAI calls read back as JSON),
-built-in tool calls, a Harmony preamble without analysis (the gpt-oss template reads
+after the prompt (Apertus: ``[thoughts] [response] [calls]``, registered or fallback).  Not
+round-tripping, by construction: several analysis / answer messages (joined), a call
+without ``<|constrain|>json`` (OpenAI calls read back as JSON), built-in tool calls, a
+Harmony preamble without analysis (the gpt-oss template reads
 content next to tool calls as analysis), headers in another order than the renderer's
 (e.g. the model's ``<|channel|>commentary to=functions.f``; see
 ``HarmonyFormat(recipient_after_channel=True)``), truncated completions.
@@ -224,14 +225,11 @@ def expand(messages: Sequence[Message], ends: Sequence[str]) -> tuple[list[Messa
     origin: list[int] = []
     for j, m in enumerate(messages):
         parts = parts_of(m)
-        if parts is None:
-            parts = (m,)
-        elif j < len(ends) and parts:
-            out_ends += ["end"] * (len(parts) - 1)
-        out += parts
-        origin += [j] * len(parts)
-        if j < len(ends) and parts:
-            out_ends.append(ends[j])
+        group = (m,) if parts is None else parts
+        out += group
+        origin += [j] * len(group)
+        if j < len(ends) and group:
+            out_ends += ["end"] * (len(group) - 1) + [ends[j]]
     return out, out_ends, origin
 
 

@@ -1,5 +1,6 @@
 """Apertus completions in the OpenAI view: ``to_openai``, the stream decoder, the chunker, the
-response template (``tests/test_response_template.py``) and the round trip agree, registered tokens and fallback (controls as text).
+response template (``tests/test_response_template.py``) and the round trip agree, registered
+tokens and fallback (controls as text).
 
 An Apertus turn is one message of blocks (``Message.structured``: thoughts, response, calls,
 outputs); ``Turn.openai_parts`` gives the plain messages the OpenAI message is built from, so
@@ -20,8 +21,8 @@ from test_openai_chunks import after  # noqa: E402
 
 TOKENIZERS = [None, "o200k_base"]  # registered controls (the default), fallback (controls spelled as text)
 TOK_IDS = ["registered", "fallback"]
-TOOLS = [{"type": "function", "function": {"name": n, "description": "d",
-                                           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+CITY = {"type": "object", "properties": {"city": {"type": "string"}}}
+TOOLS = [{"type": "function", "function": {"name": n, "description": "d", "parameters": CITY}}
          for n in ("get_weather", "get_time")]
 USER = {"role": "user", "content": "Weather in Oslo?"}
 
