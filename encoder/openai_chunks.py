@@ -26,6 +26,10 @@ deltas concatenated as OpenAI clients do - equals ``enc.to_openai(ids)`` (messag
 finish reason, tool call ids included) however the ids are chunked, and no delta holds
 control text: deltas are cut from the decoder's message content, never from raw text.
 Several answer (or reasoning) messages are joined with ``"\\n"``, as ``to_openai`` joins them.
+A turn of blocks (``Format.turn_blocks``: Apertus) streams its thoughts and response text as
+``reasoning_content`` / ``content`` deltas, and each call whole (``id``, name and arguments in
+one delta) when the turn ends: the call list is readable only at its ``<|tools_suffix|>``,
+where a completion stops.
 With ``prefill=`` (``render(..., mode="continue")``) the deltas carry only the
 continuation; ``decoder.to_openai()`` has the whole message (``ocml.encoder.prefill``).
 """
@@ -40,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import InputError, InputTypeError
 from .events import Delta, Event, MessageEnd, MessageStart, Stop
 from .messages import Message
-from .openai_message import CALL, CONTENT, REASONING, CallIds, function_name, kind
+from .openai_message import CALL, CONTENT, REASONING, CallIds, function_name, kind, parts_of
 from .stream.decoder import StreamDecoder
 
 if TYPE_CHECKING:
@@ -49,6 +53,10 @@ if TYPE_CHECKING:
     from .codec import Codec
 
 __all__ = ["Chunker", "accumulate"]
+
+BLOCKS = "blocks"  # the open message is a turn of blocks (``Format.turn_blocks``)
+#: Delta channel of a block's text -> the OpenAI field it feeds (other blocks: calls, outputs)
+_BLOCK_FIELDS = {"analysis": REASONING, "final": CONTENT}
 
 
 class Chunker:
@@ -86,6 +94,7 @@ class Chunker:
         self.include_usage = include_usage
         self.prompt_tokens = prompt_tokens
         self.call_id_seed = call_id_seed
+        self._blocks = enc.format.turn_blocks
         self._reset()
 
     def _reset(self) -> None:
@@ -149,15 +158,21 @@ class Chunker:
                 k = self._kind
                 if k is None or not ev.text:  # type: ignore[union-attr]
                     continue
+                if k is BLOCKS:
+                    self._block_delta(ev, out)  # type: ignore[arg-type]
+                    continue
                 ch = ev.channel  # type: ignore[union-attr]
-                # Apertus: one message per turn, deltas per block; the message content is its response
                 if ch != self._channel and not (self._channel is None and ch in (None, "final")):
                     continue
                 out.append(self._chunk(self._piece(k, ev.text)))  # type: ignore[union-attr]
             elif t is MessageStart:
                 self._start(ev, out)  # type: ignore[arg-type]
             elif t is MessageEnd:
-                self._ids.add(ev.message)  # type: ignore[union-attr]
+                parts = parts_of(ev.message)  # type: ignore[union-attr]
+                if parts is None:
+                    self._ids.add(ev.message)  # type: ignore[union-attr]
+                else:
+                    self._block_calls(parts, out)
                 self._kind = None
         if ended or self.decoder.done:
             self._done = True
@@ -170,6 +185,29 @@ class Chunker:
                             "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}})
         return out
 
+    # A turn of blocks (``Format.turn_blocks``: Apertus): thoughts and response text stream as
+    # reasoning / content deltas, a new part at each change of block (as ``openai_parts`` cuts
+    # them); the calls are sent whole when the turn ends, from its parsed blocks (the call list
+    # is only readable at its ``<|tools_suffix|>``, which ends the turn in a completion).
+    def _block_delta(self, ev: Delta, out: list[dict[str, Any]]) -> None:
+        ch = ev.channel
+        k = _BLOCK_FIELDS.get(ch or "")
+        if k is not None:
+            start = ch != self._channel
+            out.append(self._chunk({k: ("\n" if start and self._counts[k] else "") + ev.text}))
+            self._counts[k] += start
+        self._channel = ch
+
+    def _block_calls(self, parts: Sequence[Message], out: list[dict[str, Any]]) -> None:
+        for m in parts:
+            if kind(m.role, m.channel, m.recipient, m.intent) is CALL:
+                out.append(self._chunk({"tool_calls": [{"index": self._calls, "id": self._ids.id_for(m),
+                                                        "type": "function",
+                                                        "function": {"name": function_name(m.recipient or ""),
+                                                                     "arguments": m.content}}]}))
+                self._calls += 1
+            self._ids.add(m)
+
     def _piece(self, k: str, text: str) -> dict[str, Any]:
         if k is CALL:
             return {"tool_calls": [{"index": self._calls - 1, "function": {"arguments": text}}]}
@@ -177,8 +215,11 @@ class Chunker:
 
     def _start(self, ev: MessageStart, out: list[dict[str, Any]]) -> None:
         k = kind(ev.role, ev.channel, ev.recipient, ev.intent)
-        self._kind = k
         self._channel = ev.channel
+        if k is not None and self._blocks:
+            self._kind = BLOCKS
+            return
+        self._kind = k
         if k is CALL:
             header = Message(role=ev.role, content="", channel=ev.channel, recipient=ev.recipient,
                              call_id=ev.call_id, name=ev.name, intent=ev.intent, content_type=ev.content_type,

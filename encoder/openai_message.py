@@ -34,6 +34,15 @@ plus a ``finish_reason``.  ``project`` builds both from parsed messages, for eve
   (no stop token: max tokens, truncated mid-message); ``abort`` when the stream was
   cancelled (vLLM's name for it); None while a stream is still running.
 
+A turn of blocks (Apertus: one message whose ``structured`` holds thoughts, response, tool
+calls and tool outputs) counts as its parts (``expand``, ``Turn.openai_parts``): thoughts are
+``analysis`` messages (``reasoning_content``), response text ``final`` ones (``content``), each
+call of a ``<|tools_prefix|>[{"NAME": ARGS}, ...]<|tools_suffix|>`` list a call to
+``functions.NAME`` whose ``arguments`` is ARGS verbatim (vLLM's Apertus parser re-serialises
+it; verbatim keeps the round trip), tool outputs a ``tool`` message (the tools' words, not
+the model's: reported below).  Empty text blocks give nothing; the turn's end reason is its
+last part's, so a turn that stopped on ``<|tools_suffix|>`` after a call gives ``tool_calls``.
+
 Messages of another role in a completion (the model opened a ``user`` turn) have no
 place in the message: each is reported in ``errors`` (``E-UNREPRESENTABLE``, its content
 in ``Error.text``), or raises ``UnrepresentableError`` with ``strict=True``.
@@ -41,9 +50,10 @@ in ``Error.text``), or raises ``UnrepresentableError`` with ``strict=True``.
 Round trip: for a completion of the usual shapes (``[analysis] final <|return|>``,
 ``[analysis] [preamble] call <|call|>``) rendered in the format's own header layout,
 ``enc.render([*prompt, choice.message], mode="train")`` gives the completion's ids back
-after the prompt.  Not round-tripping, by construction: several analysis / answer
-messages (joined), a call without ``<|constrain|>json`` (OpenAI calls read back as JSON),
-built-in tool calls, a Harmony preamble without analysis (the gpt-oss template reads
+after the prompt (Apertus: ``[thoughts] [response] [calls]``, registered or fallback).  Not
+round-tripping, by construction: several analysis / answer messages (joined), a call
+without ``<|constrain|>json`` (OpenAI calls read back as JSON), built-in tool calls, a
+Harmony preamble without analysis (the gpt-oss template reads
 content next to tool calls as analysis), headers in another order than the renderer's
 (e.g. the model's ``<|channel|>commentary to=functions.f``; see
 ``HarmonyFormat(recipient_after_channel=True)``), truncated completions.
@@ -66,7 +76,8 @@ if TYPE_CHECKING:
 
     from .codec import Codec
 
-__all__ = ["CallIds", "ChatChoice", "FINISH_REASONS", "function_name", "kind", "project", "to_openai", "tool_call_ids"]
+__all__ = ["CallIds", "ChatChoice", "FINISH_REASONS", "expand", "function_name", "kind", "parts_of", "project",
+           "to_openai", "tool_call_ids"]
 
 FUNCTIONS = "functions."
 #: finish reasons ``ChatChoice.finish_reason`` takes (None: the stream is still running)
@@ -166,6 +177,7 @@ def project(messages: Sequence[Message], ends: Sequence[str], *, stop: str | Non
     if not isinstance(call_id_seed, str):
         raise InputTypeError(f"call_id_seed must be a string, got {type(call_id_seed).__name__}",
                              field="call_id_seed", hint="e.g. the request id")
+    messages, ends, origin = expand(messages, ends)
     reasoning: list[str] = []
     content: list[str] = []
     calls: list[dict[str, Any]] = []
@@ -175,7 +187,7 @@ def project(messages: Sequence[Message], ends: Sequence[str], *, stop: str | Non
         if m.role != "assistant":
             if strict:
                 raise UnrepresentableError(f"a {m.role} message in a completion has no place in an OpenAI "
-                                           "assistant message", index=j, field="role",
+                                           "assistant message", index=origin[j], field="role",
                                            hint="the completion should hold assistant messages only")
             errs.append(Error("E-UNREPRESENTABLE", f"a {m.role} message in the completion is not part of the "
                               "OpenAI assistant message", None, m.content))
@@ -195,6 +207,30 @@ def project(messages: Sequence[Message], ends: Sequence[str], *, stop: str | Non
     if calls:
         msg["tool_calls"] = calls
     return ChatChoice(msg, _finish(messages, ends, stop, frozenset(stops), done), tuple(errs))
+
+
+def parts_of(m: Message) -> tuple[Message, ...] | None:
+    """The plain messages a message whose ``structured`` content is a turn of blocks (Apertus:
+    thoughts, response, calls, outputs in one message) stands for, in order
+    (``structured.openai_parts()``); None for any other message."""
+    f = getattr(m.structured, "openai_parts", None)
+    return f() if f is not None else None
+
+
+def expand(messages: Sequence[Message], ends: Sequence[str]) -> tuple[list[Message], list[str], list[int]]:
+    """Messages and end reasons with every turn of blocks replaced by its parts (``parts_of``):
+    the last part ends as the turn did, the others with ``end``; and each one's message index."""
+    out: list[Message] = []
+    out_ends: list[str] = []
+    origin: list[int] = []
+    for j, m in enumerate(messages):
+        parts = parts_of(m)
+        group = (m,) if parts is None else parts
+        out += group
+        origin += [j] * len(group)
+        if j < len(ends) and group:
+            out_ends += ["end"] * (len(group) - 1) + [ends[j]]
+    return out, out_ends, origin
 
 
 def _finish(messages: Sequence[Message], ends: Sequence[str], stop: str | None, stops: frozenset[str],

@@ -1,10 +1,10 @@
 """OpenAI chunk streaming cost: ``enc.chunker().feed([id])`` vs the stream decoder alone, per token.
 
-    python scripts/bench_chunks.py [--tokens 4000] [--reps 7]
+    python scripts/bench_chunks.py [--tokens 4000] [--reps 7] [--format harmony|apertus|...]
 
-Streams one long gpt-oss style assistant turn (analysis + final) token by token through
-``Encoder("harmony").decoder(role="assistant").feed([id])`` and through
-``Encoder("harmony").chunker().feed([id])`` (the decoder plus one complete
+Streams one long gpt-oss style assistant turn (analysis + final; Apertus: thoughts +
+response) token by token through ``Encoder(FORMAT).decoder(role="assistant").feed([id])``
+and through ``Encoder(FORMAT).chunker().feed([id])`` (the decoder plus one complete
 ``chat.completion.chunk`` dict per content token), and also ``json.dumps`` of each chunk
 (what a server then sends).  Repetitions are interleaved; medians and the ratio
 chunker / decoder in this run are printed (absolute numbers are noisy on shared VMs).
@@ -54,8 +54,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tokens", type=int, default=4000)
     ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--format", default="harmony")
     a = ap.parse_args()
-    enc = encoder.Encoder("harmony")
+    enc = encoder.Encoder(a.format)
     ids = completion(enc, a.tokens)
     cases = {"decoder": (lambda: enc.decoder(role="assistant"), False),
              "chunker": (lambda: enc.chunker(id="x", created=0), False),
@@ -65,7 +66,7 @@ def main() -> None:
         for k, (make, dump) in cases.items():
             times[k].append(run(make, ids, dump))
     med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"{len(ids)} tokens, {a.reps} reps (median µs/token)")
+    print(f"{a.format}: {len(ids)} tokens, {a.reps} reps (median µs/token)")
     for k, v in med.items():
         print(f"  {k:20s} {v:7.2f} µs/token   x{v / med['decoder']:.2f} of the decoder")
 

@@ -114,3 +114,21 @@ def test_fallback_has_no_response_template():
 
     with pytest.raises(UnrepresentableError):
         response_template(encoder.Encoder("openchatml-2.2", tokenizer="o200k_base"))
+
+
+def test_apertus_thoughts_response_and_several_calls():
+    """Apertus turns beyond the common shapes: thoughts + response + two calls in one list."""
+    from test_apertus_serving import SHAPES, completion, prompt
+
+    enc, hf = stack("apertus")
+    p = prompt(enc)
+    for shape in sorted(SHAPES):
+        ids = completion(enc, SHAPES[shape][0])
+        want = no_ids(enc.to_openai(ids).message)
+        assert hf.parse_response(ids, prefix=p) == want, shape
+        parser = hf.get_response_parser(prefix=p)
+        utf8 = codecs.getincrementaldecoder("utf-8")("strict")  # a stream decodes without splitting characters
+        for i in ids:
+            parser.feed(utf8.decode(enc.tokenizer.decode_bytes([i])))
+        parser.feed(utf8.decode(b"", final=True))
+        assert parser.finalize()[0] == want, shape

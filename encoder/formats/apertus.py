@@ -64,6 +64,7 @@ class Apertus(Format):
     roles: ClassVar[tuple[str, ...]] = APERTUS_ROLES.roles
     merge_text_runs: ClassVar[bool] = True
     transcript_joiner: ClassVar[str] = ""
+    turn_blocks: ClassVar[bool] = True
 
     def __init__(self, tokenizer, *, validate_bodies: bool = True, enable_thinking: bool = False,  # type: ignore[no-untyped-def]
                  date: str | None = None, default_system: str | None = None) -> None:

@@ -91,6 +91,34 @@ class Turn:
         """Does the turn end with a tool call or its outputs (the model goes on after them)?"""
         return bool(self.blocks) and self.blocks[-1].kind in (TOOL_CALLS, TOOL_OUTPUTS)
 
+    def openai_parts(self) -> tuple[Message, ...]:
+        """The turn as the plain messages an OpenAI assistant message is built from
+        (``ocml.encoder.openai_message``): thoughts -> an ``analysis`` message, response -> a
+        ``final`` one, each call -> a ``commentary`` message to ``functions.NAME`` whose content
+        is the arguments' exact text, tool outputs -> a ``tool`` message (the tools' words,
+        not the model's: no place in the assistant message).  Empty text blocks give nothing,
+        and a text block right after another of its kind (only empty blocks between them)
+        continues it, so the parts are what the stream's deltas show (one part per run of
+        deltas of a kind)."""
+        parts: list[Message] = []
+        last: str | None = None  # the kind of the last block that showed something
+        for b in self.blocks:
+            if b.kind in (THOUGHTS, RESPONSE):
+                if not b.text:
+                    continue
+                if last == b.kind:
+                    parts[-1] = parts[-1].with_(content=parts[-1].content + b.text)
+                else:
+                    parts.append(Message(role="assistant", content=b.text,
+                                         channel="analysis" if b.kind == THOUGHTS else "final"))
+            elif b.kind == TOOL_CALLS:
+                parts += [Message(role="assistant", content=c.arguments, channel="commentary",
+                                  recipient="functions." + c.name if c.name else "") for c in b.calls]
+            else:
+                parts.append(Message(role="tool", content=outputs_text_lenient(b.outputs)))
+            last = b.kind
+        return tuple(parts)
+
 
 # -- input shapes -------------------------------------------------------------------------------
 
@@ -327,6 +355,11 @@ def outputs_text(outputs: tuple[str, ...]) -> str:
                                        hint="Apertus writes outputs as [A, B]: give each output as JSON (or text "
                                             "with balanced brackets and quotes)")
     return text
+
+
+def outputs_text_lenient(outputs: tuple[str, ...]) -> str:
+    """``[A, B]`` as a reader found them (no check: for reporting what was read)."""
+    return "[" + OUTPUT_SEPARATOR.join(outputs) + "]"
 
 
 def check_call(c: Call) -> None:

@@ -61,6 +61,9 @@ class Format:
     #: the answer is a message whose channel word is ``final`` (Harmony); else its effective
     #: channel is (no channel reads as ``final``: OpenChatML 1.x transcripts)
     final_by_channel_word: ClassVar[bool] = False
+    #: an assistant turn is one message of blocks (``structured.openai_parts()``: Apertus), whose
+    #: stream deltas are per block (``Delta.channel``); the OpenAI chunker reads them by block
+    turn_blocks: ClassVar[bool] = False
 
     def __init__(self, tokenizer: Tokenizer, *, validate_bodies: bool = True) -> None:
         self.tokenizer = tokenizer

@@ -21,9 +21,15 @@ How each format is expressed:
   and messages of other roles go nowhere, as in ``to_openai``.
 * ChatML: the content is the text before ``<|im_end|>``, verbatim (``to_openai`` does not
   read ``<tool_call>`` bodies either).
-* Apertus: the content is the response text; thoughts (``<|inner_prefix|>``) and tool call
-  sections (``<|tools_prefix|>``) are matched and dropped (a ``transform`` to ``""``: empty
-  values leave the parsed message), as ``to_openai`` reads Apertus completions today.
+* Apertus: ``reasoning_content`` is the thoughts (from ``<|inner_prefix|>`` to
+  ``<|inner_suffix|>``, a call list or the turn's end), ``content`` the response text (the
+  rest), ``tool_calls`` each ``{"NAME": ARGS}`` of a complete call list (ARGS verbatim, as
+  ``to_openai``); several of a field are joined with ``"\\n"``, as ``to_openai`` joins a
+  turn's blocks (``Turn.openai_parts``).  A call list cut short is dropped.  Not expressed:
+  a call whose ARGS holds ``}, {"NAME": `` (it reads as the next call), tool outputs after
+  ``<|tools_suffix|>`` (a completion stops there: ``to_openai`` reports outputs as errors,
+  the template would read them as content), empty blocks between two blocks of one kind
+  (``to_openai`` merges those blocks, the template joins them with ``"\\n"``).
 
 What a response template cannot express (README, "Serving"): generated tool call ids
 (``to_openai``'s ``call_`` + hash: there is no ``id`` in the parsed calls; OpenChatML 2.2's
@@ -116,10 +122,32 @@ def _chatml(fmt: Format) -> dict[str, Any]:
 
 
 def _apertus(fmt: Format) -> dict[str, Any]:
-    return {"content": {"content_args": _TEXT, "repeats": True, "join": ""},
-            "thoughts": _dropped(INNER, OUTER),
+    # A call list ``<|tools_prefix|>[{"NAME": ARGS}, ...]<|tools_suffix|>``: each call is a region
+    # opened by its ``{"NAME": `` (the first right after ``[``, the next after ``}, `` inside the
+    # same list) and closed by the ``}`` that ends its object (followed by ``, {"NAME": `` or
+    # ``]<|tools_suffix|>``), so ARGS is the body verbatim.  A call opens only once its list's
+    # ``<|tools_suffix|>`` has come (the lookahead holds the stream until then): a list cut short
+    # (max tokens) is dropped whole, as ``to_openai`` drops it.
+    t, e = re.escape(TOOLS), re.escape(END_TOOLS)
+    name = r'"(?P<name>' + _APERTUS_NAME + r')": '
+    complete = r"(?=(?:(?!" + e + r").)*" + e + r")"
+    first = t + r"\[\{" + name + complete
+    later = r"(?<=" + t + r"(?:(?!" + e + r").)*\}), \{" + name + complete
+    call_end = r"\}(?:\]" + e + r"|(?=, \{\"" + _APERTUS_NAME + r'": ))'
+    # thoughts end at <|inner_suffix|> (the response follows), or where a call list or the turn's
+    # end begins (left for those fields to open on)
+    thoughts_end = re.escape(OUTER) + r"|(?=" + t + r"|" + re.escape(_turn_end(fmt)) + r")"
+    return {"content": {"content_args": _TEXT, "repeats": True, "join": "\n"},
+            "reasoning_content": {"open": INNER, "close_pattern": thoughts_end, "content_args": _TEXT,
+                                  "repeats": True, "join": "\n"},
+            "tool_calls": {"open_pattern": first + "|" + later, "close_pattern": call_end, "content_args": _TEXT,
+                           "repeats": True, "transform": _CALL},
             "tool_sections": _dropped(TOOLS, END_TOOLS),
             "end": _dropped(_turn_end(fmt))}
+
+
+#: a tool name in an Apertus call list (``apertus_blocks.check_call``'s rule)
+_APERTUS_NAME = r"[A-Za-z0-9_.\-]+"
 
 
 def _turn_end(fmt: Format) -> str:
@@ -155,5 +183,5 @@ _FIELDS: dict[str, tuple[Callable[[Format], dict[str, Any]], str | None]] = {
     "openchatml-2.2": (_openchatml, None),
     "openchatml-2.0": (_openchatml, None),
     "chatml": (_chatml, ""),
-    "apertus": (_apertus, ""),
+    "apertus": (_apertus, None),
 }
