@@ -182,36 +182,42 @@ def message(raw: Mapping[str, Any], index: int, calls: Calls, style: ChatStyle |
                               + ("; an assistant message may instead carry tool_calls, refusal or reasoning"
                                  if role == "assistant" else ""))
     intent = _opt_str(raw, "intent", index) if "intent" in raw else None
-    base = new_message(role, text, channel, recipient, call_id, name, intent, content_type,
-                       constrain, content.parts, content.structured, train, index, source_field)
     if role != "assistant":
         if thinking_key is not None or call_msgs:
             key = thinking_key or next(k for k in ("tool_calls", "tool_call", "function_call") if raw.get(k))
             raise InputError(f"{key} on a {role} message", index=index, field=key,
                              hint="only assistant messages carry reasoning and tool calls")
-        return [base]
+        return [new_message(role, text, channel, recipient, call_id, name, intent, content_type, constrain,
+                            content.parts, content.structured, train, index, source_field)]
     if call_msgs:
         calls.pending = [m.recipient or "" for m in call_msgs]
-    if thinking_key is None and not call_msgs:
-        if base.channel is None and style is not None:
-            base = base.with_(channel=style.answer_channel)
-        return [base]
+    simple = thinking_key is None and not call_msgs
+    # Reasoning with no content (null or absent) is one analysis message (a §10 object with only
+    # ``thinking``; transformers copies ``reasoning_content`` onto ``thinking`` and drops nulls,
+    # so all three keys read alike); ``content: ""`` keeps its empty answer.
+    if not (simple or text or content.parts or not (call_msgs or given is None)):
+        answer = None
+    else:
+        # The answer's channel (and a preamble's intent) is decided before it is built: one message, no copy.
+        if channel is None:
+            if simple:
+                channel = style.answer_channel if style is not None else None
+            elif not call_msgs:
+                channel = (style or DEFAULT_STYLE).answer_channel
+            elif not thinking and (style or DEFAULT_STYLE).content_with_calls == "analysis":
+                channel = "analysis"
+            else:
+                channel, intent = "commentary", intent or "preamble"
+        answer = new_message(role, text, channel, recipient, call_id, name, intent, content_type, constrain,
+                             content.parts, content.structured, train, index, source_field)
+        if simple:
+            return [answer]
     out: list[Message] = []
     if thinking:
         out.append(new_message("assistant", thinking, "analysis", None, None, None, None, None, None, None, None,
                                train, index, thinking_key))
-    # Reasoning with no content (null or absent) is one analysis message (a §10 object with only
-    # ``thinking``; transformers copies ``reasoning_content`` onto ``thinking`` and drops nulls,
-    # so all three keys read alike); ``content: ""`` keeps its empty answer.
-    if text or content.parts or not (call_msgs or given is None):
-        if base.channel is not None:
-            out.append(base)
-        elif not call_msgs:
-            out.append(base.with_(channel=(style or DEFAULT_STYLE).answer_channel))
-        elif not thinking and (style or DEFAULT_STYLE).content_with_calls == "analysis":
-            out.append(base.with_(channel="analysis"))
-        else:
-            out.append(base.with_(channel="commentary", intent=base.intent or "preamble"))
+    if answer is not None:
+        out.append(answer)
     out.extend(call_msgs)
     return out
 
