@@ -24,6 +24,7 @@ from typing import Any
 
 from ..errors import HeaderError
 from .roles import HARMONY, OPENCHATML, RoleGrammar
+from .text import check_text
 
 _ATTR_KEYS = {"to": "recipient", "call_id": "call_id", "name": "name", "intent": "intent", "content_type": "content_type"}
 _SPLIT = re.compile(r"(<\|channel\|>|<\|constrain\|>)")
@@ -157,8 +158,6 @@ _BAD_VALUE = re.compile(r"[\s<>|]")
 
 def check_value(field: str, value: str, index: int | None) -> None:
     """One header value: a single word (``E-PARSE-HEADER``), valid Unicode (``E-INPUT-ENCODING``)."""
-    from .text import check_text
-
     if value == "" or _BAD_VALUE.search(value):
         raise HeaderError(f"{field} {value!r} is empty or contains whitespace, '<', '>' or '|'", index=index,
                           field=field, hint="header values are single words; put free text in the content")
