@@ -217,18 +217,23 @@ class Encoder(Codec):
                 out.results[slot] = res
             pending.clear()
 
-        for i, conv in enumerate(conversations):
-            out.results.append(None)
-            try:
-                pending.append((i, self._layout(conv, m, cot, policy)))
-            except OcmlError as exc:
-                if errors == "raise":
-                    raise
-                out.errors.append((i, exc))
-            if len(pending) >= chunk:
+        # The cyclic collector off for the batch (``pipeline.gcpolicy``): its passes over the short-lived
+        # render objects find nothing to free (6-10% of a batch); the caller's setting after it.
+        from .pipeline.gcpolicy import rendering  # here: the pipeline package costs ~60 ms to import
+
+        with rendering():
+            for i, conv in enumerate(conversations):
+                out.results.append(None)
+                try:
+                    pending.append((i, self._layout(conv, m, cot, policy)))
+                except OcmlError as exc:
+                    if errors == "raise":
+                        raise
+                    out.errors.append((i, exc))
+                if len(pending) >= chunk:
+                    flush()
+            if pending:
                 flush()
-        if pending:
-            flush()
         return out
 
     # -- the other direction -------------------------------------------------------

@@ -188,11 +188,14 @@ class Renderer:
         prefix, suffix = fmt.frame_pieces(conv)
         if prefix:
             self._add_framing(job, prefix, merge)
+        # per message: bound methods looked up once, the end control's ids from the cache itself
+        end_token, header_key, plain_body = fmt.end_token, fmt.header_key, fmt.plain_body
+        ctl_ids = None if merge else self._ctl
         for i, (f_prompt, f_header, f_body, f_end) in zip(keep, flags):
             m = msgs[i]
-            end = "" if cont and i == last else fmt.end_token(m, train_mode and i == last)
-            key = fmt.header_key(m)
-            body = fmt.plain_body(m)
+            end = "" if cont and i == last else end_token(m, train_mode and i == last)
+            key = header_key(m)
+            body = plain_body(m)
             hit = headers.get(key)
             plan = None
             sec = None  # cached body ids of a section seen before (same content, same object)
@@ -253,7 +256,7 @@ class Renderer:
                     train.append(f_body and kind != OFF)
                     owner.append(i)
             if end:
-                items.append(ctl(end))
+                items.append((ctl_ids.get(end) if ctl_ids is not None else None) or ctl(end))
                 train.append(f_end)
                 owner.append(i)
             if after and not (cont and i == last):

@@ -1,11 +1,13 @@
 """Issue 18's table, one run: every goal as a ratio against the BPE floor, for each build.
 
-    python scripts/bench_builds.py [--before PATH] [--rounds 9] [--records 1500] [--n 200]
+    python scripts/bench_builds.py [--before PATH] [--before-python EXE] [--rounds 9] [--records 1500] [--n 200]
 
 Builds: ``compiled`` (the installed compiled hot modules), ``pure`` (the same installation with
 ``OCML_PURE_PYTHON=1``: the ``.py`` files) and, with ``--before PATH``, an older tree put first on
 ``PYTHONPATH`` (a folder holding an ``ocml`` package whose ``encoder``/``vocab`` are that tree's,
-e.g. made from ``git archive``).  Each build is one warm server process (this script with
+e.g. made from ``git archive``) and, with ``--before-python EXE``, the interpreter of another
+environment where an older tree is installed (``before-compiled``: its compiled build; make it with
+``git archive main | tar -x -C SRC`` and ``pip install SRC`` in a fresh venv).  Each build is one warm server process (this script with
 ``--serve``); the parent runs the workloads round by round, one build after the other inside
 each round, so load drifts of a shared machine hit all builds alike.  Every timed pass is
 followed by its floor in the same process (``encode_ordinary`` over the text runs between the
@@ -103,6 +105,7 @@ def serve(records: int, n: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--before", help="PYTHONPATH entry holding the 'before' ocml package")
+    ap.add_argument("--before-python", help="python of a venv where the 'before' tree is installed (compiled)")
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--records", type=int, default=1500, help="chat-like records (render_batch, pack)")
     ap.add_argument("--n", type=int, default=200, help="agentic conversations (many-message: n / 10)")
@@ -112,13 +115,15 @@ def main() -> None:
         serve(args.records, args.n)
         return
     base = {k: v for k, v in os.environ.items() if k not in ("OCML_PURE_PYTHON", "PYTHONPATH")}
-    envs: list[tuple[str, dict[str, str]]] = []
+    envs: list[tuple[str, dict[str, str], str]] = []
     if args.before:
-        envs.append(("before", {**base, "PYTHONPATH": args.before}))
-    envs += [("pure", {**base, "OCML_PURE_PYTHON": "1"}), ("compiled", base)]
+        envs.append(("before", {**base, "PYTHONPATH": args.before}, sys.executable))
+    if args.before_python:
+        envs.append(("before-compiled", base, args.before_python))
+    envs += [("pure", {**base, "OCML_PURE_PYTHON": "1"}, sys.executable), ("compiled", base, sys.executable)]
     procs: dict[str, tuple[subprocess.Popen, dict[str, Any]]] = {}
-    for name, env in envs:
-        p = subprocess.Popen([sys.executable, __file__, "--serve", "--records", str(args.records), "--n", str(args.n)],
+    for name, env, exe in envs:
+        p = subprocess.Popen([exe, __file__, "--serve", "--records", str(args.records), "--n", str(args.n)],
                              env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir())
         hello = json.loads(p.stdout.readline())  # type: ignore[union-attr]
         print(f"[{name}] COMPILED={hello['compiled']} {hello['file']}", file=sys.stderr)
@@ -161,11 +166,11 @@ def main() -> None:
     print("|---|" + "---|" * len(order))
     for label, fn in rows:
         print(f"| {label} | " + " | ".join(fn(b) for b in order) + " |")
-    if "before" in procs:
-        print("\nspeedup vs before (time before / time build):")
-        for w in names:
-            print(f"  {w:13s} " + "  ".join(f"{b} {best[('before', w)][0] / best[(b, w)][0]:.2f}x"
-                                            for b in order if b != "before"))
+    for ref, builds in (("before", ("pure",)), ("before-compiled", ("compiled",))):
+        if ref in procs:
+            print(f"\nspeedup vs {ref} (time {ref} / time build):")
+            for w in names:
+                print(f"  {w:13s} " + "  ".join(f"{b} {best[(ref, w)][0] / best[(b, w)][0]:.2f}x" for b in builds))
 
 
 if __name__ == "__main__":

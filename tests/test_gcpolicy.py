@@ -36,3 +36,21 @@ def test_the_in_process_pool_renders_with_the_collector_off(monkeypatch: pytest.
     with workers.RenderPool(None, workers.RenderSpec(), 1) as pool:
         assert list(pool.map(iter(["a", "b"]))) == ["a", "b"]  # type: ignore[arg-type]
     assert seen == [False, False] and gc.isenabled()
+
+
+def test_render_batch_renders_with_the_collector_off_and_restores_it() -> None:
+    from ocml import encoder
+
+    enc = encoder.Encoder("harmony")
+    seen: list[bool] = []
+
+    def convs():  # type: ignore[no-untyped-def]
+        for text in ("a", "b"):
+            seen.append(gc.isenabled())
+            yield [{"role": "user", "content": text}]
+
+    assert len(enc.render_batch(convs()).results) == 2
+    assert seen == [False, False] and gc.isenabled()
+    with pytest.raises(encoder.OcmlError):
+        enc.render_batch([[{"role": "user"}]])  # no content: raises inside the batch
+    assert gc.isenabled()

@@ -124,7 +124,7 @@ def message(raw: Mapping[str, Any], index: int, calls: Calls, style: ChatStyle |
     legacy_reply = role == "function"  # the pre-tools Chat Completions reply: {"role": "function", "name": f}
     if legacy_reply:
         role = "tool"
-    unknown = {k for k in raw.keys() - KNOWN_KEYS if raw[k] is not None}
+    unknown = {k for k in raw.keys() - KNOWN_KEYS if raw[k] is not None} if not raw.keys() <= KNOWN_KEYS else None
     if unknown:
         first = sorted(unknown)[0]
         raise InputError(f"unknown message keys {sorted(unknown)}", index=index, field=first,
@@ -137,7 +137,7 @@ def message(raw: Mapping[str, Any], index: int, calls: Calls, style: ChatStyle |
     given = raw.get("content")
     content = read_content(given, index, "content", role, style is None) if given is not None else Content("")
     text, source_field = content.text, "content"
-    refusal = _opt_str(raw, "refusal", index)
+    refusal = _opt_str(raw, "refusal", index) if "refusal" in raw else None
     if refusal:
         if role != "assistant":
             raise InputError(f"refusal on a {role} message", index=index, field="refusal",
@@ -147,9 +147,10 @@ def message(raw: Mapping[str, Any], index: int, calls: Calls, style: ChatStyle |
                              code="E-INPUT-REFUSAL", index=index, field="refusal",
                              hint="keep one: the refusal is rendered as the assistant's visible answer")
         text, source_field = refusal, "refusal"
-    recipient = _opt_str(raw, "recipient", index) or _opt_str(raw, "to", index)
-    content_type = _opt_str(raw, "content_type", index)
-    constrain = _opt_str(raw, "constrain", index)
+    recipient = (_opt_str(raw, "recipient", index) if "recipient" in raw else None) or (
+        _opt_str(raw, "to", index) if "to" in raw else None)
+    content_type = _opt_str(raw, "content_type", index) if "content_type" in raw else None
+    constrain = _opt_str(raw, "constrain", index) if "constrain" in raw else None
     if content_type is not None and content_type.startswith(CONSTRAIN_PREFIX):
         # openai-harmony spelling: the <|constrain|> token + its type in one string.
         rest = content_type[len(CONSTRAIN_PREFIX):]
@@ -158,13 +159,13 @@ def message(raw: Mapping[str, Any], index: int, calls: Calls, style: ChatStyle |
                              index=index, field="constrain")
         content_type, constrain = None, rest
     train = _train(raw, index)
-    tool_call_id = _opt_str(raw, "tool_call_id", index)
+    tool_call_id = _opt_str(raw, "tool_call_id", index) if "tool_call_id" in raw else None
     if tool_call_id is not None and role != "tool":
         raise InputError(f"tool_call_id on a {role} message", index=index, field="tool_call_id",
                          hint="tool_call_id belongs on the tool message that answers a call")
-    call_id = _opt_str(raw, "call_id", index) or tool_call_id
-    name = _opt_str(raw, "name", index)
-    channel = _opt_str(raw, "channel", index) or None
+    call_id = (_opt_str(raw, "call_id", index) if "call_id" in raw else None) or tool_call_id
+    name = _opt_str(raw, "name", index) if "name" in raw else None
+    channel = (_opt_str(raw, "channel", index) if "channel" in raw else None) or None
     if role == "tool" and (style is not None or tool_call_id is not None or legacy_reply):
         # An OpenAI / HF tool result: Harmony's ``functions.NAME to=assistant`` on commentary.
         name = calls.reply(call_id, name, index, "tool_call_id" if tool_call_id is not None else "call_id")
@@ -180,36 +181,43 @@ def message(raw: Mapping[str, Any], index: int, calls: Calls, style: ChatStyle |
                          hint='give the text ("" for an intentionally empty message)'
                               + ("; an assistant message may instead carry tool_calls, refusal or reasoning"
                                  if role == "assistant" else ""))
-    base = new_message(role, text, channel, recipient, call_id, name, _opt_str(raw, "intent", index), content_type,
-                       constrain, content.parts, content.structured, train, index, source_field)
+    intent = _opt_str(raw, "intent", index) if "intent" in raw else None
     if role != "assistant":
         if thinking_key is not None or call_msgs:
             key = thinking_key or next(k for k in ("tool_calls", "tool_call", "function_call") if raw.get(k))
             raise InputError(f"{key} on a {role} message", index=index, field=key,
                              hint="only assistant messages carry reasoning and tool calls")
-        return [base]
+        return [new_message(role, text, channel, recipient, call_id, name, intent, content_type, constrain,
+                            content.parts, content.structured, train, index, source_field)]
     if call_msgs:
         calls.pending = [m.recipient or "" for m in call_msgs]
-    if thinking_key is None and not call_msgs:
-        if base.channel is None and style is not None:
-            base = base.with_(channel=style.answer_channel)
-        return [base]
+    simple = thinking_key is None and not call_msgs
+    # Reasoning with no content (null or absent) is one analysis message (a §10 object with only
+    # ``thinking``; transformers copies ``reasoning_content`` onto ``thinking`` and drops nulls,
+    # so all three keys read alike); ``content: ""`` keeps its empty answer.
+    if not (simple or text or content.parts or not (call_msgs or given is None)):
+        answer = None
+    else:
+        # The answer's channel (and a preamble's intent) is decided before it is built: one message, no copy.
+        if channel is None:
+            if simple:
+                channel = style.answer_channel if style is not None else None
+            elif not call_msgs:
+                channel = (style or DEFAULT_STYLE).answer_channel
+            elif not thinking and (style or DEFAULT_STYLE).content_with_calls == "analysis":
+                channel = "analysis"
+            else:
+                channel, intent = "commentary", intent or "preamble"
+        answer = new_message(role, text, channel, recipient, call_id, name, intent, content_type, constrain,
+                             content.parts, content.structured, train, index, source_field)
+        if simple:
+            return [answer]
     out: list[Message] = []
     if thinking:
         out.append(new_message("assistant", thinking, "analysis", None, None, None, None, None, None, None, None,
                                train, index, thinking_key))
-    # Reasoning with no content (null or absent) is one analysis message (a §10 object with only
-    # ``thinking``; transformers copies ``reasoning_content`` onto ``thinking`` and drops nulls,
-    # so all three keys read alike); ``content: ""`` keeps its empty answer.
-    if text or content.parts or not (call_msgs or given is None):
-        if base.channel is not None:
-            out.append(base)
-        elif not call_msgs:
-            out.append(base.with_(channel=(style or DEFAULT_STYLE).answer_channel))
-        elif not thinking and (style or DEFAULT_STYLE).content_with_calls == "analysis":
-            out.append(base.with_(channel="analysis"))
-        else:
-            out.append(base.with_(channel="commentary", intent=base.intent or "preamble"))
+    if answer is not None:
+        out.append(answer)
     out.extend(call_msgs)
     return out
 
@@ -285,14 +293,16 @@ def _train(raw: Mapping[str, Any], index: int) -> bool | None:
 
 
 def _call(call: Any, index: int, field: str, train: bool | None, calls: Calls) -> Message:
-    if not isinstance(call, Mapping):
+    if type(call) is not dict and not isinstance(call, Mapping):  # dicts skip the ABC check
         raise InputError(f"a tool call must be a dict, got {type(call).__name__}", index=index, field=field,
                          hint=_CALL_HINT)
     kind = call.get("type")
     if kind is not None and kind != "function" and field.startswith("tool_calls"):
         raise InputError(f"tool call of type {kind!r}: ocml renders function calls", code="E-INPUT-TOOL-CALL",
                          index=index, field=f"{field}.type", hint=_CALL_HINT)
-    fn = call.get("function") if isinstance(call.get("function"), Mapping) else call
+    fn = call.get("function")
+    if type(fn) is not dict and not isinstance(fn, Mapping):
+        fn = call
     fprefix = f"{field}.function" if fn is not call else field
     recipient = call.get("recipient")
     if recipient is None:

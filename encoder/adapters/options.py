@@ -27,8 +27,13 @@ IGNORED_OPTIONS = frozenset({"id", "metadata", "source", "dataset", "split", "uu
                              "function_call"})
 
 
+#: every key a conversation dict may carry (the fast check; ``read_options`` names an unknown one)
+_KNOWN = OPTION_KEYS | IGNORED_OPTIONS | {"messages"}
+
+
 def read_options(d: Mapping[str, Any]) -> Options:
-    unknown = sorted(k for k in d if k != "messages" and k not in OPTION_KEYS and k not in IGNORED_OPTIONS)
+    unknown = [] if _KNOWN.issuperset(d) else sorted(
+        k for k in d if k != "messages" and k not in OPTION_KEYS and k not in IGNORED_OPTIONS)
     if unknown:
         raise InputError(f"unknown conversation option {unknown[0]!r}", code="E-INPUT-OPTION", field=unknown[0],
                          hint=suggest(unknown[0], [*OPTION_KEYS, "messages"])
@@ -62,7 +67,7 @@ def read_options(d: Mapping[str, Any]) -> Options:
         val = d.get(key)
         if val is not None and not isinstance(val, str):
             raise InputError(f"{key} must be a string, got {type(val).__name__}", field=key)
-        strings[key] = as_str(val)
+        strings[key] = as_str(val) if val is not None else None
     return Options(
         tools=tools,
         builtin_tools=builtin,
@@ -78,13 +83,16 @@ def tool_def(t: Any, i: int, field: str = "tools") -> dict[str, Any]:
     """OpenAI-wrapped ``{"type":"function","function":{...}}`` or bare ``{name, description, parameters}``."""
     if type(t) is not dict:
         t = decoded(t, f"{field}[{i}]") if isinstance(t, (str, bytes)) else t
-    if isinstance(t, Mapping) and t.get("type") not in (None, "function"):
+    mapping = type(t) is dict or isinstance(t, Mapping)  # dicts skip the ABC check
+    if mapping and t.get("type") not in (None, "function"):
         raise InputError(f"tool {i} has type {t.get('type')!r}", code="E-INPUT-TOOL", field=f"{field}[{i}].type",
                          hint="function tools only ({'type': 'function', 'function': {...}}); ocml has no "
                               "rendering for custom / built-in tool definitions here (Harmony: builtin_tools)")
-    if isinstance(t, Mapping) and isinstance(t.get("function"), Mapping):
-        t = t["function"]
-    if not isinstance(t, Mapping) or not isinstance(t.get("name"), str) or not t["name"]:
+    if mapping:
+        fn = t.get("function")
+        if type(fn) is dict or isinstance(fn, Mapping):
+            t = fn
+    if not (type(t) is dict or isinstance(t, Mapping)) or not isinstance(t.get("name"), str) or not t["name"]:
         raise InputError(f"tool {i} has no name", field=f"{field}[{i}]",
                          hint="a tool is {'name': ..., 'description': ..., 'parameters': {...JSON Schema}}")
     desc = t.get("description")

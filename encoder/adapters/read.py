@@ -34,10 +34,11 @@ def to_conversation(obj: Any, style: ChatStyle = DEFAULT_STYLE, shape: Shape = "
         except json.JSONDecodeError as exc:
             raise InputError(f"conversation is a string but not JSON: {exc.msg}", field="conversation",
                              hint="pass a list of message dicts or a dict with 'messages'") from None
-    if hasattr(obj, "to_dict") and not isinstance(obj, Mapping):  # openai-harmony Conversation / Message
+    # openai-harmony Conversation / Message (a dict skips the failing attribute lookup)
+    if type(obj) is not dict and hasattr(obj, "to_dict") and not isinstance(obj, Mapping):
         obj = obj.to_dict()
     options = Options()
-    if isinstance(obj, Mapping):
+    if type(obj) is dict or isinstance(obj, Mapping):  # dicts skip the ABC checks
         if "messages" not in obj:
             if "role" in obj:
                 obj = [obj]
@@ -49,7 +50,7 @@ def to_conversation(obj: Any, style: ChatStyle = DEFAULT_STYLE, shape: Shape = "
             obj = decoded(obj["messages"], "messages")  # JSON text, as `ocml pack` reads a column
     elif hasattr(obj, "tolist") and not isinstance(obj, Sequence):
         obj = obj.tolist()  # a numpy object array of messages
-    if not isinstance(obj, Sequence) or isinstance(obj, (str, bytes)):
+    if type(obj) is not list and (not isinstance(obj, Sequence) or isinstance(obj, (str, bytes))):
         raise InputError(f"messages must be a list, got {type(obj).__name__}", field="messages")
     raws: list[Any] = []
     native = False

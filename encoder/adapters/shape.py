@@ -30,9 +30,10 @@ HARMONY_KEYS = frozenset({"role", "name", "content", "channel", "recipient", "co
 
 def is_native(raw: Mapping[str, Any]) -> bool:
     """Is this message written in a format's own terms (see the module docstring)?"""
-    for k in NATIVE_KEYS.intersection(raw):
-        if raw[k] is not None:
-            return True
+    if not NATIVE_KEYS.isdisjoint(raw):  # no set built on the common path (none of them)
+        for k in NATIVE_KEYS.intersection(raw):
+            if raw[k] is not None:
+                return True
     content = raw.get("content")
     if isinstance(content, list) and content:
         if any(isinstance(c, Mapping) and c.get("type") in HARMONY_PARTS for c in content):

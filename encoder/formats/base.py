@@ -137,8 +137,10 @@ class Format:
     def validate(self, conv: Conversation) -> None:
         calls: dict[str, int] = {}
         bodies = self.validate_bodies
+        valid, header_key = self._valid_headers, self.header_key
         for i, m in enumerate(conv.messages):
-            self.validate_header(m, i)  # one key and one set lookup on the common path: headers repeat
+            if header_key(m) not in valid:  # headers repeat: validate_header's check, without its call
+                self.validate_header(m, i)
             if not m.content.isascii():  # the input-encoding policy (``ocml.encoder.grammar.text``)
                 check_text(m.content, index=i, field="content")
             if m.parts is not None:

@@ -19,11 +19,12 @@ that parses as something else).
 from __future__ import annotations
 
 import re
-from dataclasses import MISSING, astuple, dataclass, fields, make_dataclass
+from dataclasses import MISSING, dataclass, fields, make_dataclass
 from typing import Any
 
 from ..errors import HeaderError
 from .roles import HARMONY, OPENCHATML, RoleGrammar
+from .text import check_text
 
 _ATTR_KEYS = {"to": "recipient", "call_id": "call_id", "name": "name", "intent": "intent", "content_type": "content_type"}
 _SPLIT = re.compile(r"(<\|channel\|>|<\|constrain\|>)")
@@ -44,6 +45,8 @@ class Header:
     constrain: str | None = None
 
 
+#: Header's field names, in order (a draft's values become a Header without ``astuple``'s deep copy)
+_FIELDS = tuple(f.name for f in fields(Header))
 # The header while ``parse_header`` fills it in: Header's fields, mutable.
 _Draft = make_dataclass("_Draft", [(f.name, f.type, f.default) if f.default is not MISSING else (f.name, f.type)
                                    for f in fields(Header)], slots=True)
@@ -104,7 +107,7 @@ def parse_header(text: str, *, harmony: bool, role: str | None = None, position:
             h.content_type = word
         else:
             raise bad(f"unexpected word {word!r}")
-    return Header(*astuple(h))
+    return Header(*[getattr(h, f) for f in _FIELDS])  # str / None values: nothing to copy
 
 
 def _attrs(words: list[str], h: Any, bare: list[str], bad) -> None:  # type: ignore[no-untyped-def]
@@ -155,8 +158,6 @@ _BAD_VALUE = re.compile(r"[\s<>|]")
 
 def check_value(field: str, value: str, index: int | None) -> None:
     """One header value: a single word (``E-PARSE-HEADER``), valid Unicode (``E-INPUT-ENCODING``)."""
-    from .text import check_text
-
     if value == "" or _BAD_VALUE.search(value):
         raise HeaderError(f"{field} {value!r} is empty or contains whitespace, '<', '>' or '|'", index=index,
                           field=field, hint="header values are single words; put free text in the content")

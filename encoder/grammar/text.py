@@ -38,9 +38,9 @@ def check_text(text: str, *, index: int | None, field: str) -> None:
     """Raise ``E-INPUT-ENCODING`` when ``text`` has a lone surrogate."""
     if text.isascii():
         return
-    at = surrogate_at(text)
-    if at >= 0:
-        raise encoding_error(text, at, index=index, field=field)
+    m = _SURROGATE.search(text)  # surrogate_at's search without its call: every non-ASCII message pays it
+    if m is not None:
+        raise encoding_error(text, m.start(), index=index, field=field)
 
 
 def surrogate_path(value: Any, path: str) -> str | None:

@@ -11,6 +11,7 @@ again (and, after a fork, from touching their pages).
 
 Only the worker process is frozen: the in-process path (``--workers 1``) only switches the
 collector off around a chunk and restores the caller's setting.
+``Encoder.render_batch`` does the same around a batch (a library call: nothing frozen).
 """
 
 from __future__ import annotations
