@@ -65,8 +65,9 @@ Top-level modules of ``encoder/``, by job:
               stops on)
   people      cli (``ocml``), cli_view (``ocml inspect``, ``render --color``), tokenview (tokens
               as text)
-  speed       compiled (which build of the hot modules runs: Cython's, compiled at install from
-              these same files and listed in compiled_modules.txt, or the source)
+  speed       gcpolicy (the cyclic collector off while a batch renders), compiled (which build
+              of the hot modules runs: Cython's, compiled at install from these same files and
+              listed in compiled_modules.txt, or the source)
 
 Modules stay under 500 lines; a longer one says why at the top of its docstring, in a paragraph
 that starts with ``Size:`` (``tests/test_module_size.py`` checks both rules, and

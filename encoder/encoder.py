@@ -26,6 +26,7 @@ from .codec import Codec, default_tokenizer
 from .cot import dropped as cot_dropped, parse_cot
 from .errors import InputError, InputTypeError, OcmlError
 from .formats import format_class
+from .gcpolicy import rendering
 from .inputs import layout as record_layout
 from .inputs.shapes import RECORD_SHAPES, ShapeOptions
 from .masks import MaskPolicy
@@ -217,10 +218,8 @@ class Encoder(Codec):
                 out.results[slot] = res
             pending.clear()
 
-        # The cyclic collector off for the batch (``pipeline.gcpolicy``): its passes over the short-lived
+        # The cyclic collector off for the batch (``gcpolicy``): its passes over the short-lived
         # render objects find nothing to free (6-10% of a batch); the caller's setting after it.
-        from .pipeline.gcpolicy import rendering  # here: the pipeline package costs ~60 ms to import
-
         with rendering():
             for i, conv in enumerate(conversations):
                 out.results.append(None)

@@ -1,4 +1,4 @@
-"""``ocml.encoder.pipeline.gcpolicy``: the collector is off while a chunk renders and the caller's
+"""``ocml.encoder.gcpolicy``: the collector is off while a chunk renders and the caller's
 setting comes back after it (also after an error, and when it was already off)."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ import gc
 
 import pytest
 
-from ocml.encoder.pipeline import gcpolicy, workers
+from ocml.encoder import gcpolicy
+from ocml.encoder.pipeline import workers
 
 
 def test_rendering_switches_the_collector_off_and_restores_it() -> None:

@@ -29,7 +29,7 @@ import numpy as np
 from ..errors import OcmlError
 from ..inputs.shapes import PAIR_SHAPES
 from ..packing.docs import concat_results
-from .gcpolicy import after_worker_setup, rendering
+from ..gcpolicy import after_worker_setup, rendering
 from .readers import Chunk, Kind
 from .records import conversation_from_record, drop_nulls
 from .untrained import untrained_reason

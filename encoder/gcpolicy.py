@@ -1,4 +1,4 @@
-"""Garbage-collector policy for the render workers (issue 18).
+"""Garbage-collector policy while rendering: ``Encoder.render_batch`` and the pipeline's render workers (issue 18).
 
 Rendering a chunk allocates many short-lived objects (messages, pieces, small lists) that die
 by reference counting; generational GC passes over them find nothing to free, yet cost about
