@@ -498,3 +498,14 @@ def test_finish_one_value_for_the_rows_asked_and_bad_values_end_no_row(encs, vec
     assert bd.done.tolist() == [True, False] and out[1] == [] and bd.status_of(0) == "final"
     bd.finish(eos=True)
     assert bd.status == ["final", "tool_call"]
+
+
+def test_finish_reads_rows_once(encs):
+    """``rows`` may be a generator: read once, every row it names finishes."""
+    enc = encs["harmony"]
+    rows = _stripped_rows(enc)[:2]
+    bd = BatchDecoder(enc, 2)
+    for k in range(max(map(len, rows))):
+        bd.step([r[k] if k < len(r) else PAD for r in rows])
+    out = bd.finish((r for r in [0, 1]), stop_reason="<|return|>")
+    assert bd.done.all() and all(out)

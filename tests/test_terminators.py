@@ -206,3 +206,18 @@ def test_a_render_ends_each_message_with_a_table_control_and_parse_reads_its_rea
         assert ends[-1] == the_control(raw, "return")
     if case == "call" and the_control(raw, "call") and (mode == "history" or name != "apertus"):
         assert the_control(raw, "call") in ends
+
+
+@pytest.mark.parametrize("fmt", list(RENDERABLE))
+def test_formats_and_codecs_pickle_with_their_tables(fmt):
+    """A format (and a ``Codec``, which pickles its format) crosses a process boundary: its
+    tables come back as the shared instance of the same data."""
+    import pickle
+
+    from ocml.encoder.codec import Codec
+
+    enc = encoder.Encoder(fmt)
+    f = pickle.loads(pickle.dumps(enc.format))
+    assert f.terminators is enc.format.terminators and f.stop_reasons("assistant") == enc.format.stop_reasons("assistant")
+    c = pickle.loads(pickle.dumps(Codec(enc.format_name, enc.tokenizer, enc.format)))
+    assert c.format.terminators is terminators_of(fmt)

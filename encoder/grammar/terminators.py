@@ -44,6 +44,10 @@ class Terminators:
     default: Mapping[str, str]
     _by_reason: Mapping[str, str] = field(repr=False)
 
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        # read-only views do not pickle; the tables are the data's, so a copy is the shared instance
+        return terminators_of, (self.format,)
+
     def sampler_stops(self, mode: str) -> tuple[str, ...]:
         """The controls a sampler stops on in ``mode`` (an unknown mode is a usage error)."""
         if not isinstance(mode, str) or mode not in self.sampler:

@@ -386,8 +386,8 @@ class BatchDecoder:
         """End the streams of ``rows`` (default all): ``StreamDecoder.finish(stop_reason, eos=eos)``
         each, the values per row when given as mappings (row -> value); B event lists."""
         reasons, eoses = self._per_row(stop_reason, None), self._per_row(eos, False)
-        asked = range(self.batch_size) if rows is None else [self._row(r) for r in rows]
-        for r in asked:  # every row's values checked before any row ends (no half-finished batch)
+        rows = None if rows is None else [self._row(r) for r in rows]  # read once: rows may be a generator
+        for r in range(self.batch_size) if rows is None else rows:  # every row's values checked before any row ends (no half-finished batch)
             if reasons(r) is not None or eoses(r) is not False:
                 engine_stop(self.enc, reasons(r), eos=eoses(r))
 
