@@ -13,6 +13,7 @@ compilation.  Editable installs (``pip install -e``) compile in place; the ``.c`
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -59,23 +60,27 @@ def build_key() -> str:
     return hashlib.sha256(setting.encode()).hexdigest()[:10]
 
 
-def listed_modules() -> list[tuple[str, str]]:
+@functools.lru_cache(maxsize=None)  # read (and warned about) once per build, not once per extension
+def listed_modules() -> tuple[tuple[str, str], ...]:
     """(module name, source path) for every existing file in ``compiled_modules.txt``."""
     try:
         lines = (HERE / COMPILE_LIST).read_text(encoding="utf-8").splitlines()
     except OSError:
         warn(f"{COMPILE_LIST} not found: nothing compiled")
-        return []
+        return ()
     out = []
     for line in lines:
         path = line.split("#", 1)[0].strip()
         if not path:
             continue
+        if path.endswith("__init__.py") or not path.endswith(".py"):
+            warn(f"{COMPILE_LIST} lists {path}: only plain modules are compiled (a package's __init__ is not): skipped")
+            continue
         if not (HERE / path).is_file():
             warn(f"{COMPILE_LIST} lists {path}, which does not exist: skipped")
             continue
         out.append(("ocml." + path[:-len(".py")].replace("/", "."), path))
-    return out
+    return tuple(out)
 
 
 class OptionalBuildExt(build_ext):
@@ -101,13 +106,13 @@ class OptionalBuildExt(build_ext):
         kw = {"build_dir": f"build/cython/{build_key()}", "quiet": True, "compiler_directives": CYTHON_DIRECTIVES}
         try:
             return cythonize(exts, nthreads=os.cpu_count() or 1, **kw)
-        except BaseException:  # noqa: BLE001 - one module Cython rejects: find it, keep the others
+        except Exception:  # noqa: BLE001 - one module Cython rejects: find it, keep the others
             pass
         out = []
         for ext in exts:
             try:
                 out += cythonize([ext], **kw)
-            except BaseException as exc:  # noqa: BLE001 - optional: the module stays pure Python
+            except Exception as exc:  # noqa: BLE001 - optional: the module stays pure Python
                 warn(f"Cython could not compile {ext.name} ({why(exc)}): it stays pure Python")
         return out
 

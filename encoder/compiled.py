@@ -35,6 +35,7 @@ MANIFEST = "_compiled.json"
 
 _PACKAGE = __name__.rpartition(".")[0]  # ocml.encoder
 _HERE = os.path.dirname(os.path.abspath(__file__))
+_EXTENSION_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 
 
 def pure_requested() -> bool:
@@ -47,21 +48,27 @@ def source_digest(path: str) -> str:
 
 
 class SourceFinder:
-    """Meta-path finder: the ``.py`` spec for a compiled module that must run as source, else None
-    (then the usual finders load the extension module)."""
+    """Meta-path finder for the package's modules: the ``.py`` spec where an extension module lies
+    beside the source but must not run, else None (then the usual finders load what is there).
 
-    def __init__(self, built: dict[str, str], pure: bool) -> None:
-        self.built, self.pure = built, pure
+    An extension must not run when the pure build is asked for, when the build did not record it
+    (left behind by an earlier build: a module since dropped from the list, one that failed to
+    compile this time, an ``OCML_BUILD_PURE`` reinstall), or when its source changed since."""
+
+    def __init__(self, built: dict[str, str], pure: bool, package: str = _PACKAGE) -> None:
+        self.built, self.pure, self.prefix = built, pure, package + "."
 
     def find_spec(self, fullname: str, path: Sequence[str] | None, target: Any = None) -> ModuleSpec | None:
-        digest = self.built.get(fullname)
-        if digest is None or not path:
+        if not path or not fullname.startswith(self.prefix):
             return None
         leaf = fullname.rpartition(".")[2]
         for entry in path:
             src = os.path.join(entry, leaf + ".py")
             if os.path.isfile(src):
-                if not self.pure and source_digest(src) == digest:
+                if not any(os.path.isfile(os.path.join(entry, leaf + suffix)) for suffix in _EXTENSION_SUFFIXES):
+                    return None  # nothing compiled here: the usual finders load the source
+                digest = self.built.get(fullname)
+                if digest is not None and not self.pure and source_digest(src) == digest:
                     return None  # the extension beside it is this source, compiled
                 return importlib.util.spec_from_file_location(fullname, src)
         return None
@@ -77,12 +84,11 @@ def built() -> dict[str, str]:
 
 
 def install() -> None:
-    """Put the finder first on ``sys.meta_path`` (once), if this installation has compiled modules."""
+    """Put the finder first on ``sys.meta_path`` (once).  Also in a pure installation: an
+    extension an earlier build left in the tree must not run unrecorded."""
     if any(isinstance(f, SourceFinder) for f in sys.meta_path):
         return
-    modules = built()
-    if modules:
-        sys.meta_path.insert(0, SourceFinder(modules, pure_requested()))
+    sys.meta_path.insert(0, SourceFinder(built(), pure_requested()))
 
 
 def modules() -> tuple[str, ...]:

@@ -94,14 +94,20 @@ def test_pure_switch_and_stale_sources_load_the_source(tmp_path: Path) -> None:
     (pkg / f"hot{ext_suffix}").write_bytes(b"not a real extension: loading it would fail")
     digest = compiled.source_digest(str(pkg / "hot.py"))
     path = [str(pkg)]
-    fresh = compiled.SourceFinder({"pkg.hot": digest}, pure=False)
+    fresh = compiled.SourceFinder({"pkg.hot": digest}, pure=False, package="pkg")
     assert fresh.find_spec("pkg.hot", path) is None  # up to date: the extension
     assert fresh.find_spec("pkg.other", path) is None  # not compiled: the usual finders
-    stale = compiled.SourceFinder({"pkg.hot": "0" * 64}, pure=False)
-    pure = compiled.SourceFinder({"pkg.hot": digest}, pure=True)
-    for finder in (stale, pure):
+    stale = compiled.SourceFinder({"pkg.hot": "0" * 64}, pure=False, package="pkg")
+    pure = compiled.SourceFinder({"pkg.hot": digest}, pure=True, package="pkg")
+    # an extension the build did not record (left by an earlier build, a module that failed to
+    # compile this time, a pure reinstall): never run unchecked
+    unrecorded = compiled.SourceFinder({}, pure=False, package="pkg")
+    for finder in (stale, pure, unrecorded):
         spec = finder.find_spec("pkg.hot", path)
         assert spec is not None and spec.origin == str(pkg / "hot.py")
+    (pkg / "cold.py").write_text("")
+    assert unrecorded.find_spec("pkg.cold", path) is None  # no extension beside it: the usual finders
+    assert unrecorded.find_spec("other.hot", path) is None  # not this package
 
 
 def test_a_failing_compiler_installs_pure_python_with_a_warning(tmp_path: Path) -> None:

@@ -221,3 +221,16 @@ def test_formats_and_codecs_pickle_with_their_tables(fmt):
     assert f.terminators is enc.format.terminators and f.stop_reasons("assistant") == enc.format.stop_reasons("assistant")
     c = pickle.loads(pickle.dumps(Codec(enc.format_name, enc.tokenizer, enc.format)))
     assert c.format.terminators is terminators_of(fmt)
+
+
+def test_a_format_without_single_call_and_end_controls_must_override_end_token():
+    """The generic end rule writes one ``call`` and one ``end`` control: a format whose data has
+    several (ChatML: ``<|im_end|>`` and ``</s>`` both end) overrides ``end_token``, or it fails at
+    construction instead of writing ``None`` into a render."""
+    from ocml.encoder.formats.base import Format
+
+    class Inherits(Format):
+        name = "chatml"
+
+    with pytest.raises(ValueError, match="must override end_token"):
+        Inherits(vocab.load("cl100k_base"))

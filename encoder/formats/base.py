@@ -75,6 +75,11 @@ class Format:
         self.return_token: str | None = self.terminators.control_for("return")
         self._call_token = self.terminators.control_for("call")
         self._end_token = self.terminators.control_for("end")
+        if type(self).end_token is Format.end_token and (self._call_token is None or self._end_token is None):
+            # the generic end rule writes these two: a format without one control for each
+            # overrides end_token (ChatML, Apertus), else its data is wrong
+            raise ValueError(f"{self.name}.json: end_reasons name no single 'call' and 'end' control; "
+                             f"{type(self).__name__} must override end_token")
         self._valid_headers: set[tuple[str | None, ...]] = set()
         #: controls with no id in this tokenizer: spelled as text, so every text written must escape them
         self.text_controls: tuple[str, ...] = tuple(c for c in self.table.controls if tokenizer.control_id(c) is None)
