@@ -7,6 +7,9 @@ process, fastest of ``--rounds`` interleaved rounds, each timed against the floo
 
 - ``floor``: ``encode_ordinary`` over the text runs between the control tokens of the renders
   (what the issue's percentages divide by);
+- ``skeleton: BPE lists -> one array``: the floor's calls, their lists joined and turned into one
+  numpy array per conversation - what any renderer on tiktoken's API does, compiled or not
+  (no controls, no mask);
 - ``skeleton: assemble``: a renderer that already knows every conversation's layout (its text
   runs and control ids, precomputed) and only does what no renderer can skip: one BPE call per
   run, the ids and the mask appended, one numpy array of each per conversation;
@@ -78,6 +81,15 @@ def main() -> None:
         for t in runs:
             core(t)
 
+    conv_runs = [[text for text, _, _ in plan if text is not None] for plan in layouts]
+
+    def arrays() -> None:
+        for texts in conv_runs:  # what no renderer on tiktoken's API avoids: its lists -> one array
+            ids: list[int] = []
+            for text in texts:
+                ids += core(text)
+            np.array(ids, dtype=np.int64)
+
     def assemble() -> None:
         for plan in layouts:  # the cheapest Python assembly: C-level extends, the mask as run lengths
             ids: list[int] = []
@@ -112,7 +124,7 @@ def main() -> None:
     def ocml() -> None:
         enc.render_batch(chat)
 
-    work: dict[str, Any] = {"skeleton: assemble": assemble, "skeleton: read + assemble": read_assemble,
+    work: dict[str, Any] = {"skeleton: BPE lists -> one array": arrays, "skeleton: assemble": assemble, "skeleton: read + assemble": read_assemble,
                             "ocml render_batch": ocml}
     for fn in (floor, *work.values()):
         fn()
