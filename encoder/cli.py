@@ -155,9 +155,9 @@ def _cmd_text(args: argparse.Namespace) -> int:
 def _shape_options(args: argparse.Namespace) -> Any:
     """``--field`` / ``--completion-only-loss`` / ``--string-prompt`` for one record (render shows one
     sequence: a preference pair's two sides are ``ocml pack --shape preference --no-pack`` rows)."""
-    from .inputs.shapes import Fields, ShapeOptions
+    from .inputs.shapes import ShapeOptions
 
-    return ShapeOptions(Fields.parse(tuple(args.field)), args.completion_only_loss, args.string_prompt, "dpo")
+    return ShapeOptions.from_flags(args.field, args.completion_only_loss, args.string_prompt)
 
 
 def _format_options(args: argparse.Namespace) -> dict[str, Any]:

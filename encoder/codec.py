@@ -3,7 +3,8 @@
 The features (``parse``, ``transcript``, ``interchange``, ``openai_message``, ``openai_chunks``,
 ``stops``, ``stream``, ``template``, ``formats.chatml_fim``...) take a ``Codec`` - or, the few
 that render, the ``Renders`` protocol - instead of the ``Encoder`` facade, and call each other
-by importing each other's modules.  This module imports no feature, and ``Encoder`` (which
+by importing each other's modules.  This module imports no feature (only the lexicon, the
+lexical classes every reader shares), and ``Encoder`` (which
 is a ``Codec``: see ``ocml.encoder.encoder``) is imported by none, so the features and the
 facade that dispatches to them form no import circle (``tests/test_import_cycles.py``).
 

@@ -154,6 +154,12 @@ class ShapeOptions:
             raise InputError("completion_only_loss must be true or false", field="completion_only_loss")
 
     @classmethod
+    def from_flags(cls, fields: Sequence[str], completion_only_loss: bool = True, string_prompt: str = "text",
+                   pair_columns: str = "dpo") -> ShapeOptions:
+        """The options ``--field KEY=COLUMN`` ... ``--pair-columns`` give (``ocml pack`` and ``ocml render``)."""
+        return cls(Fields.parse(tuple(fields)), completion_only_loss, string_prompt, pair_columns)
+
+    @classmethod
     def parse(cls, spec: ShapeOptions | dict[str, Any] | None) -> ShapeOptions:
         if spec is None:
             return DEFAULT_OPTIONS

@@ -84,10 +84,9 @@ class PackOptions:
     pair_columns: str = "dpo"
 
     def shape_options(self) -> Any:
-        from ..inputs.shapes import Fields, ShapeOptions
+        from ..inputs.shapes import ShapeOptions
 
-        return ShapeOptions(Fields.parse(self.fields), self.completion_only_loss, self.string_prompt,
-                            self.pair_columns)
+        return ShapeOptions.from_flags(self.fields, self.completion_only_loss, self.string_prompt, self.pair_columns)
 
     @property
     def overlong_policy(self) -> Overlong:
