@@ -65,9 +65,7 @@ Top-level modules of ``encoder/``, by job:
               stops on)
   people      cli (``ocml``), cli_view (``ocml inspect``, ``render --color``), tokenview (tokens
               as text)
-  speed       gcpolicy (the cyclic collector off while a batch renders), compiled (which build
-              of the hot modules runs: Cython's, compiled at install from these same files and
-              listed in compiled_modules.txt, or the source)
+  speed       gcpolicy (the cyclic collector off while a batch renders)
 
 Modules stay under 500 lines; a longer one says why at the top of its docstring, in a paragraph
 that starts with ``Size:`` (``tests/test_module_size.py`` checks both rules, and
@@ -75,11 +73,6 @@ that starts with ``Size:`` (``tests/test_module_size.py`` checks both rules, and
 """
 
 from __future__ import annotations
-
-# First: decides, for every submodule imported below, between its compiled build and its source.
-from . import compiled as _compiled
-
-_compiled.install()
 
 from .adapters import to_conversation
 from .encoder import Batch, Encoder
@@ -90,9 +83,6 @@ from .messages import Conversation, CotPolicy, Message, Mode, Options
 from .openai_message import ChatChoice
 from .pack import Packed, Packer, PackReport, pack
 from .render import RenderResult
-
-#: whether the hot modules run compiled (``ocml.encoder.compiled``; ``OCML_PURE_PYTHON=1`` runs the source)
-COMPILED: bool = bool(_compiled.modules())
 
 __all__ = [
     "Batch", "ChatChoice", "Conversation", "CotPolicy", "Encoder", "MaskPolicy", "Message", "Mode", "OcmlError", "Options",

@@ -16,7 +16,7 @@ process, fastest of ``--rounds`` interleaved rounds, each timed against the floo
 - ``skeleton: read + assemble``: the same plus one pass over every record's dicts (each
   message's keys and values, tool calls' JSON arguments parsed once), the least work any
   reader of OpenAI dicts does;
-- ``ocml render_batch`` as installed (compiled or, with ``OCML_PURE_PYTHON=1``, the source).
+- ``ocml render_batch`` as installed.
 
 Speeds are tokens/s as % of the floor's (control tokens counted, as ``bench_builds.py`` does).
 The skeletons bound what the goal rows can reach while rendering happens in Python objects:
@@ -141,7 +141,7 @@ def main() -> None:
             best_floor = min(best_floor, t2 - t1)
     floor_tokens = sum(len(core(t)) for t in runs)
     print(f"{len(records)} chat-like records, {tokens} tokens; fastest of {args.rounds} rounds; "
-          f"COMPILED={getattr(encoder, 'COMPILED', None)}; load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+          f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print("| workload | time vs floor | speed vs floor |")
     print("|---|---|---|")
     for name, t in best.items():

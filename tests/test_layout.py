@@ -54,8 +54,6 @@ OTHER_SKIPS = {
     ("test_save_portable.py", "OCML_TRANSFORMERS4_PYTHON"): "the side interpreter with transformers 4.x "
                                                             "(scripts/test.sh provides it)",
     ("test_render_paths.py", "fork"): "a platform without fork (never on Linux)",
-    ("test_compiled_build.py", "pure Python"): "an installation built without a compiler (scripts/test.sh "
-                                               "sets OCML_REQUIRE_COMPILED: there it fails instead)",
 }
 
 
