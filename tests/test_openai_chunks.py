@@ -67,12 +67,14 @@ def after(enc: encoder.Encoder, full: list[int], prompt: list[int]) -> list[int]
     return tok.encode_text(run.decode()) + full[j:]
 
 
-def completion(enc: encoder.Encoder, turn: dict) -> list[int]:
-    """The ids a model generates for ``turn`` after the generation prompt, up to the sampler's stop
-    (ChatML's training text goes on with a newline after ``<|im_end|>``: never generated)."""
-    conv = {"messages": [USER, turn], "tools": TOOLS}
-    full = enc.render(conv, mode="train", cot="keep-all").ids.tolist()
-    ids = after(enc, full, enc.render({"messages": [USER], "tools": TOOLS}, mode="prompt").ids.tolist())
+def completion(enc: encoder.Encoder, turn: dict, history: list[dict] | None = None,
+               tools: list[dict] | None = None) -> list[int]:
+    """The ids a model generates for ``turn`` after the generation prompt of ``history`` (default:
+    ``[USER]``) with ``tools`` (default ``TOOLS``), up to the sampler's stop (ChatML's training
+    text goes on with a newline after ``<|im_end|>``: never generated)."""
+    history, tools = ([USER] if history is None else history), (TOOLS if tools is None else tools)
+    full = enc.render({"messages": [*history, turn], "tools": tools}, mode="train", cot="keep-all").ids.tolist()
+    ids = after(enc, full, enc.render({"messages": history, "tools": tools}, mode="prompt").ids.tolist())
     dec = enc.decoder(role="assistant")
     stop = [e for e in dec.feed(ids) if type(e).__name__ == "Stop"]
     return ids[:len(ids) - stop[0].trailing] if stop else ids
