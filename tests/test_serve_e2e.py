@@ -72,6 +72,11 @@ def planned(setup: str) -> tuple[dict, dict]:
     return call, answer
 
 
+#: a setup whose template takes a request's ``chat_template_kwargs``: with them, the prompt differs
+#: and the model answers at once (no call), so the answer shows that they reached the template
+KWARGS_SETUP, KWARGS = "harmony", {"reasoning_effort": "high"}
+
+
 def script(enc: encoder.Encoder, setup: str) -> list[dict]:
     """Prompt ids (as ocml renders the conversation the client sends) and the completion planned."""
     call, answer = planned(setup)
@@ -79,6 +84,9 @@ def script(enc: encoder.Encoder, setup: str) -> list[dict]:
     for history, turn in (([USER], call), ([USER, CALL_BACK, TOOL_BACK], answer)):
         prompt = enc.render({"messages": history, "tools": TOOLS}, mode="prompt").ids.tolist()
         out.append({"prompt": prompt, "completion": completion(enc, turn, history=history, tools=TOOLS)})
+    if setup == KWARGS_SETUP:  # the ids after Harmony's prompt do not depend on its system message
+        prompt = enc.render({"messages": [USER], "tools": TOOLS, **KWARGS}, mode="prompt").ids.tolist()
+        out.append({"prompt": prompt, "completion": completion(enc, {"role": "assistant", "content": ANSWER})})
     return out
 
 
@@ -246,6 +254,36 @@ def test_agent_loop(ask, setup):
     result = {"role": "tool", "tool_call_id": message.tool_calls[0].id, "content": RESULT}
     second = ask(setup, "create", messages=[USER, message, result])
     assert (second.choices[0].message.content, second.choices[0].finish_reason) == (ANSWER, "stop")
+
+
+def inside_the_call(setup: str) -> int:
+    """A ``max_tokens`` that stops generation inside the call's arguments (3 ids before its stop)."""
+    return len(completion_of(setup, 0)) - 3
+
+
+@pytest.mark.parametrize("setup", SETUPS)
+def test_cut_by_max_tokens(ask, setup):
+    """``max_tokens`` inside the call: ``length`` and no call (a call cut short is no call: its
+    arguments are cut too), as vLLM and SGLang drop it and ``to_openai`` says ``length``."""
+    resp = ask(setup, "create", messages=[USER], max_tokens=inside_the_call(setup))
+    assert (resp.choices[0].finish_reason, resp.choices[0].message.tool_calls) == ("length", None)
+    assert resp.usage.completion_tokens == inside_the_call(setup)
+
+
+@pytest.mark.parametrize("setup", SETUPS)
+def test_cut_by_max_tokens_streamed(ask, setup):
+    """The same streamed: the client's stream helper raises ``LengthFinishReasonError``, as on any
+    ``length`` stop."""
+    with pytest.raises(openai.LengthFinishReasonError):
+        with ask(setup, "stream", messages=[USER], max_tokens=inside_the_call(setup)) as stream:
+            list(stream)
+
+
+def test_chat_template_kwargs_reach_the_template(ask):
+    """A request's ``chat_template_kwargs`` (``extra_body``) are the template's variables: the
+    way to send Harmony's ``reasoning_effort``, which serve ignores as a request field."""
+    resp = ask(KWARGS_SETUP, "create", messages=[USER], extra_body={"chat_template_kwargs": KWARGS})
+    assert (resp.choices[0].message.content, resp.choices[0].finish_reason) == (ANSWER, "stop")
 
 
 def completion_of(setup: str, turn: int) -> list[int]:
