@@ -202,10 +202,10 @@ def check_call(setup: str, message, finish_reason: str) -> None:
 
 
 @pytest.mark.parametrize("setup", SETUPS)
-def test_tool_call(ask, setup):
+def test_tool_call(ask, served, setup):
     resp = ask(setup, "create", messages=[USER])
     check_call(setup, resp.choices[0].message, resp.choices[0].finish_reason)
-    assert resp.usage.completion_tokens == len(completion_of(setup, 0))
+    assert resp.usage.completion_tokens == len(completion_of(served[1][setup], 0))
 
 
 @pytest.mark.parametrize("setup", SETUPS)
@@ -256,26 +256,26 @@ def test_agent_loop(ask, setup):
     assert (second.choices[0].message.content, second.choices[0].finish_reason) == (ANSWER, "stop")
 
 
-def inside_the_call(setup: str) -> int:
+def inside_the_call(served, setup: str) -> int:
     """A ``max_tokens`` that stops generation inside the call's arguments (3 ids before its stop)."""
-    return len(completion_of(setup, 0)) - 3
+    return len(completion_of(served[1][setup], 0)) - 3
 
 
 @pytest.mark.parametrize("setup", SETUPS)
-def test_cut_by_max_tokens(ask, setup):
+def test_cut_by_max_tokens(ask, served, setup):
     """``max_tokens`` inside the call: ``length`` and no call (a call cut short is no call: its
     arguments are cut too), as vLLM and SGLang drop it and ``to_openai`` says ``length``."""
-    resp = ask(setup, "create", messages=[USER], max_tokens=inside_the_call(setup))
+    resp = ask(setup, "create", messages=[USER], max_tokens=inside_the_call(served, setup))
     assert (resp.choices[0].finish_reason, resp.choices[0].message.tool_calls) == ("length", None)
-    assert resp.usage.completion_tokens == inside_the_call(setup)
+    assert resp.usage.completion_tokens == inside_the_call(served, setup)
 
 
 @pytest.mark.parametrize("setup", SETUPS)
-def test_cut_by_max_tokens_streamed(ask, setup):
+def test_cut_by_max_tokens_streamed(ask, served, setup):
     """The same streamed: the client's stream helper raises ``LengthFinishReasonError``, as on any
     ``length`` stop."""
     with pytest.raises(openai.LengthFinishReasonError):
-        with ask(setup, "stream", messages=[USER], max_tokens=inside_the_call(setup)) as stream:
+        with ask(setup, "stream", messages=[USER], max_tokens=inside_the_call(served, setup)) as stream:
             list(stream)
 
 
@@ -286,7 +286,6 @@ def test_chat_template_kwargs_reach_the_template(ask):
     assert (resp.choices[0].message.content, resp.choices[0].finish_reason) == (ANSWER, "stop")
 
 
-def completion_of(setup: str, turn: int) -> list[int]:
-    """The planned completion ids of a turn (0: the call, 1: the answer), as the script holds them."""
-    fmt, options = SETUPS[setup]
-    return script(encoder.Encoder(fmt, **options), setup)[turn]["completion"]
+def completion_of(served_folder: Path, turn: int) -> list[int]:
+    """The planned completion ids of a turn (0: the call, 1: the answer), as the folder's script holds them."""
+    return json.loads((served_folder / "script.json").read_text("utf-8"))[turn]["completion"]
