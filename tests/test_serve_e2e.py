@@ -157,9 +157,9 @@ class Server:
 def served(tmp_path_factory):
     """(server, {setup: folder}): one server for every folder (a request names its folder as ``model``)."""
     root = tmp_path_factory.mktemp("serve")
-    folders = {setup: write_folder(root, setup) for setup in SETUPS}
-    server = Server(root)
+    server = Server(root)  # first: it imports while the folders are written (it loads one at its first request)
     try:
+        folders = {setup: write_folder(root, setup) for setup in SETUPS}
         server.wait_ready()
         yield server, folders
     finally:
