@@ -59,13 +59,13 @@ THOUGHT_CALL, THOUGHT_ANSWER = "Use the tool.", "The tool says 20."
 CALL_BACK = {"role": "assistant", "content": None, "tool_calls": [
     {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": json.dumps(ARGS)}}]}
 TOOL_BACK = {"role": "tool", "tool_call_id": "call_1", "content": RESULT}
-STARTUP_S = 240   # imports and the server's start on a loaded 2-core machine; ~15 s idle
-REQUEST_S = 120   # the first request per folder loads it
+STARTUP_S = 240   # bounds, not the expected times: imports and start on a loaded 2-core machine
+REQUEST_S = 120   # a read (the first request per folder loads it)
 
 
 def planned(setup: str) -> tuple[dict, dict]:
     """The two assistant turns: the tool call (with its reasoning) and the answer to the result."""
-    call = {**CALL_BACK, "tool_calls": CALL_BACK["tool_calls"]}
+    call = dict(CALL_BACK)
     answer = {"role": "assistant", "content": ANSWER}
     if setup in REASONS:
         call, answer = {**call, "reasoning_content": THOUGHT_CALL}, {**answer, "reasoning_content": THOUGHT_ANSWER}
@@ -86,7 +86,8 @@ def script(enc: encoder.Encoder, setup: str) -> list[dict]:
         out.append({"prompt": prompt, "completion": completion(enc, turn, history=history, tools=TOOLS)})
     if setup == KWARGS_SETUP:  # the ids after Harmony's prompt do not depend on its system message
         prompt = enc.render({"messages": [USER], "tools": TOOLS, **KWARGS}, mode="prompt").ids.tolist()
-        out.append({"prompt": prompt, "completion": completion(enc, {"role": "assistant", "content": ANSWER})})
+        out.append({"prompt": prompt, "completion": completion(enc, {"role": "assistant", "content": ANSWER},
+                                                                       history=[USER], tools=TOOLS)})
     return out
 
 
@@ -289,3 +290,21 @@ def test_chat_template_kwargs_reach_the_template(ask):
 def completion_of(served_folder: Path, turn: int) -> list[int]:
     """The planned completion ids of a turn (0: the call, 1: the answer), as the folder's script holds them."""
     return json.loads((served_folder / "script.json").read_text("utf-8"))[turn]["completion"]
+
+
+def test_the_scripted_model_refuses_what_is_not_scripted(tmp_path):
+    """The harness can fail: the model follows its script id by id and raises on any other prompt
+    and past the completion's end (what a wrong template or a missed stop would feed it)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("modeling_scripted", FIXTURE)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (tmp_path / "script.json").write_text(json.dumps([{"prompt": [5, 6], "completion": [7, 8, 9]}]), "utf-8")
+    model = module.ScriptedLM(module.ScriptedConfig(vocab_size=10, name_or_path=str(tmp_path)))
+    out = model(input_ids=torch.tensor([[5, 6, 7]]))
+    assert out.logits.shape == (1, 1, 10) and int(out.logits[0, -1].argmax()) == 8
+    for seq in ([5, 4], [5, 6, 7, 8, 9], [5, 6, 8]):
+        with pytest.raises(ValueError, match="unscripted"):
+            model(input_ids=torch.tensor([seq]))
