@@ -211,8 +211,8 @@ def _cmd_pack(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_INTERRUPTED
     except OSError as exc:  # writing the output: disk full, permissions
-        print(f"ocml: cannot write {args.out}: {exc}. Hint: fix it and rerun the same command to resume",
-              file=sys.stderr)
+        print(f"ocml: [E-OUT-WRITE] cannot write {args.out}: {exc}. Hint: fix it (free space, permissions) and "
+              "rerun the same command to resume", file=sys.stderr)
         return EXIT_FAILED
     if result.already_done:
         print(f"ocml: {args.out} is already complete for this input and options (--overwrite to redo it)",

@@ -300,11 +300,11 @@ def _prepare_locked(od: OutDir, fp: str, overwrite: bool) -> dict[str, Any] | No
         od.remove_spool()
     progress = read_progress(out) if od.owns(out / STATE_DIR / PROGRESS) else None
     if progress is not None:
+        if progress.get("status") == "done":
+            od.remove_spool()  # left by a run killed after it recorded "done": garbage for any run
         if progress.get("fingerprint") != fp:
             raise InputError(f"{out} holds the output of a different input or options", code="E-OUT-MISMATCH",
                              field="--out", hint="use a new --out, or --overwrite to replace it")
-        if progress.get("status") == "done":
-            od.remove_spool()  # left by a run killed after it recorded "done"
         return progress
     if not overwrite and not _fresh(od):
         _not_ocml(out)
