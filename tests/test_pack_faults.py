@@ -350,3 +350,112 @@ def test_disk_full_on_the_command_line(inputs: list[Path], tmp_path: Path, monke
     assert cli_main(args) == 1
     err = capsys.readouterr().err
     assert "[E-OUT-WRITE]" in err and "No space left on device" in err and "rerun the same command" in err
+
+
+# -- hostile --out contents --------------------------------------------------------------------------
+
+def _outside(tmp_path: Path) -> Path:
+    d = tmp_path / "outside"
+    d.mkdir()
+    (d / "victim.txt").write_text("not ocml's")
+    (d / "train-00000.parquet").write_text("not ocml's either")
+    return d
+
+
+FOREIGN = ["data/train-00003-of-00004.parquet", "data/train-notes.txt", "data/validation-00000.parquet",
+           "data/extra/x.parquet", "npy/train-00000/notes.txt", "npy/.train-00999.tmp/input_ids.npy"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("name", FOREIGN)
+def test_a_file_ocml_did_not_write_in_a_shard_folder(inputs: list[Path], complete: dict[str, Path], tmp_path: Path,
+                                                     kind: str, name: str) -> None:
+    """Refused by name (--overwrite or not), before anything is removed: never deleted, never a crash."""
+    out = copy_of(complete, kind, tmp_path)
+    (out / name).parent.mkdir(parents=True, exist_ok=True)
+    (out / name).write_text("the user's")
+    before = snapshot(out)
+    for over in ({"overwrite": True}, {}):
+        exc = refused("E-OUT-CONFLICT", pack, kind, inputs, out, **over)
+        owned = set(json.loads((out / ".ocml" / "owned.json").read_text())["owned"])
+        parts = name.split("/")
+        first_foreign = next(out.joinpath(*parts[:i]) for i in range(2, len(parts) + 1)
+                             if not {"/".join(parts[:i]), "/".join(parts[:i]) + "/"} & owned)
+        assert str(first_foreign) in exc.message and "move it out of --out" in exc.hint, exc
+        assert snapshot(out) == before
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_overwrite_keeps_the_users_files_beside(inputs: list[Path], expected: set[tuple[int, int]],
+                                                complete: dict[str, Path], tmp_path: Path, kind: str) -> None:
+    out = copy_of(complete, kind, tmp_path)
+    (out / "notes.txt").write_text("mine")
+    (out / "train-00000.parquet").write_text("mine too")  # beside, not in a shard folder
+    pack(kind, inputs, out, overwrite=True)
+    assert_correct(out, expected)
+    assert (out / "notes.txt").read_text() == "mine" and (out / "train-00000.parquet").read_text() == "mine too"
+
+
+def _link_data(out: Path, outside: Path) -> None:
+    shutil.move(str(out / "data"), str(outside / "data"))
+    (out / "data").symlink_to(outside / "data")
+
+
+def _marker_escapes(out: Path, outside: Path) -> None:
+    marker = out / ".ocml" / "owned.json"
+    owned = json.loads(marker.read_text())["owned"]
+    marker.write_text(json.dumps({"owned": owned + ["../outside/victim.txt", str(outside / "train-00000.parquet")]}))
+
+
+def _link_errors(out: Path, outside: Path) -> None:
+    (out / "errors.jsonl").unlink()
+    (out / "errors.jsonl").symlink_to(outside / "victim.txt")
+
+
+def _link_state(out: Path, outside: Path) -> None:
+    shutil.move(str(out / ".ocml"), str(outside / "state"))
+    (out / ".ocml").symlink_to(outside / "state")
+
+
+def _link_in_state(out: Path, outside: Path) -> None:
+    (out / ".ocml" / ".progress.json.tmp").symlink_to(outside / "victim.txt")
+
+
+def _link_shard(out: Path, outside: Path) -> None:
+    shutil.move(str(out / "npy" / "train-00001"), str(outside / "shard"))
+    (out / "npy" / "train-00001").symlink_to(outside / "shard")
+
+
+ESCAPES = {"linked data/": _link_data, "marker naming ../ and /abs": _marker_escapes,
+           "linked errors.jsonl": _link_errors, "linked .ocml/": _link_state, "link in .ocml/": _link_in_state,
+           "linked shard folder": _link_shard}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("case", list(ESCAPES))
+def test_nothing_leads_outside_out(inputs: list[Path], complete: dict[str, Path], tmp_path: Path, kind: str,
+                                   case: str) -> None:
+    """Links and marker keys that lead out of --out: E-OUT-ESCAPE; nothing outside (or inside) touched."""
+    out, outside = copy_of(complete, kind, tmp_path), _outside(tmp_path)
+    ESCAPES[case](out, outside)
+    before, before_out = snapshot(outside), snapshot(out)
+    for over in ({"overwrite": True}, {}):
+        try:
+            pack(kind, inputs, out, **over)
+        except InputError as exc:
+            assert exc.code == "E-OUT-ESCAPE", exc
+        else:  # only a complete run that has nothing to write may pass
+            assert not over and case == "linked errors.jsonl"
+        assert snapshot(outside) == before
+        assert snapshot(out) == before_out
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_new_out_with_a_linked_shard_folder(inputs: list[Path], tmp_path: Path, kind: str) -> None:
+    outside = _outside(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "data").symlink_to(outside)
+    before = snapshot(outside)
+    refused("E-OUT-ESCAPE", pack, kind, inputs, out, overwrite=True)
+    assert snapshot(outside) == before

@@ -110,7 +110,8 @@ class OutDir:
             if not folder.is_dir():
                 continue
             for p in sorted(folder.iterdir()):
-                is_dir = p.is_dir() and not p.is_symlink()
+                self.confine(p)
+                is_dir = p.is_dir()
                 if not self.owns(p, folder=is_dir):
                     raise InputError(
                         f"{p} was not written by ocml", code="E-OUT-CONFLICT", field="--out",
