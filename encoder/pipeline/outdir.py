@@ -10,10 +10,10 @@ that contains one of the inputs is refused before anything is written (``E-OUT-I
 Every path ocml writes, replaces or deletes stays inside ``--out``: a marker key that is
 absolute or climbs out (``../x``), and a symbolic link on the way to a path (a linked
 ``data/``, a linked ``errors.jsonl``; ocml never creates one) are refused (``E-OUT-ESCAPE``).
-The shard folders (``data/``, ``npy/``, ``megatron/``) hold only ocml's files: a trainer
-reading ``DIR/data/*.parquet`` would train on anything else there, so a file ocml did not
-write in them (``train-00003-of-00004.parquet``, ``train-notes.txt``) stops the run before
-anything is removed (``E-OUT-CONFLICT``, naming it).  ``prepare`` takes the folder's lock
+A file ocml did not write under a shard name in the shard folders (``data/``, ``npy/``,
+``megatron/``: ``train-00003-of-00004.parquet``, ``train-notes.txt``) would be read by a
+trainer as ocml's output: it stops the run before anything is removed (``E-OUT-CONFLICT``,
+naming it).  ``prepare`` takes the folder's lock
 (``outlock``) before it reads or removes anything, and removes the recipe spool of a run that
 is complete (a kill after "done") or overwritten.
 """
@@ -32,13 +32,14 @@ from .faults import fault
 from .outlock import LOCK, OutLock, acquire
 from .readers import Source
 from .resume import PROGRESS, SPOOL_DIR, STATE_DIR, read_progress
+from .shards import MEGATRON_DIR, NPY_DIR, PARQUET_DIR, SPLITS
 
 MARKER = "owned.json"
 # What ocml wrote before it kept a marker (a folder with ``.ocml/progress.json`` but no
 # marker): only these names, the ones that ocml version wrote itself, are adopted.
 LEGACY_FILES = ("manifest.json", "report.json", "errors.jsonl", "overlong.jsonl", "lengths.png",
                 f"{STATE_DIR}/{PROGRESS}")
-SHARD_DIRS = ("data", "npy", "megatron")  # shards.PARQUET_DIR, NPY_DIR, MEGATRON_DIR: only ocml's files inside
+SHARD_DIRS = (PARQUET_DIR, NPY_DIR, MEGATRON_DIR)
 # The bookkeeping itself: always ocml's, never removed by ``remove``.
 BOOKKEEPING = (f"{STATE_DIR}/", f"{STATE_DIR}/{MARKER}", f"{STATE_DIR}/.{MARKER}.tmp", f"{STATE_DIR}/{LOCK}")
 
@@ -101,23 +102,29 @@ class OutDir:
                 raise _escape(cur, "is a symbolic link")
 
     def check_foreign(self) -> None:
-        """Refuse files ocml did not write in its shard folders (``SHARD_DIRS``), before
-        anything is removed: a trainer reading ``DIR/data/*.parquet`` would read them too."""
+        """Refuse, before anything is removed, a file ocml did not write under a shard name in
+        its shard folders (``SHARD_DIRS``: ``train-*``, ``validation-*``, their hidden
+        temporaries; anything inside a shard folder of its own): a trainer reading
+        ``DIR/data/train-*.parquet`` would read it as ocml's output.  Other files there
+        (``data/mydata.jsonl``) are the user's, left beside."""
         todo = [self.out / d for d in SHARD_DIRS]
         while todo:
             folder = todo.pop()
             self.confine(folder)
             if not folder.is_dir():
                 continue
+            top = folder.parent == self.out
             for p in sorted(folder.iterdir()):
                 self.confine(p)
                 is_dir = p.is_dir()
+                if top and not p.name.lstrip(".").startswith(tuple(f"{s}-" for s in SPLITS)):
+                    continue
                 if not self.owns(p, folder=is_dir):
                     raise InputError(
                         f"{p} was not written by ocml", code="E-OUT-CONFLICT", field="--out",
-                        hint=f"ocml's shard folder {folder.relative_to(self.out)}/ must hold only the files it "
-                             "writes (a trainer reading it would train on anything else there, and --overwrite "
-                             "removes only ocml's files): move it out of --out, or use another --out")
+                        hint=f"in {folder.relative_to(self.out)}/ a trainer would read it as ocml's output (a "
+                             "shard name, or inside an ocml shard), and --overwrite removes only ocml's files: "
+                             "move it out of --out (or rename it), or use another --out")
                 if is_dir:
                     todo.append(p)
 
