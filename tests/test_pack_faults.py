@@ -120,11 +120,14 @@ def snapshot(root: Path, skip: tuple[str, ...] = (".ocml/lock",)) -> dict[str, s
 
 
 def assert_correct(out: Path, expected: set[tuple[int, int]]) -> None:
-    """Every good record exactly once, the run recorded as done, no spool left."""
+    """Every good record exactly once, the bad one logged once, the run recorded as done, no
+    spool or temporary file left."""
     docs = documents(out)
     assert [d for d, n in docs.items() if n > 1] == [], "documents packed twice"
     assert set(docs) == expected, f"lost: {sorted(expected - set(docs))[:5]}, extra: {sorted(set(docs) - expected)[:5]}"
     assert json.loads((out / ".ocml" / "progress.json").read_text())["status"] == "done"
+    bad = [json.loads(line) for line in (out / "errors.jsonl").read_text().splitlines()]
+    assert [(Path(b["file"]).name, b["line"]) for b in bad] == [("a.jsonl", 9)], bad  # the one bad record, once
     assert not (out / ".ocml" / "spool").exists(), "spool left behind"
     assert not list(out.rglob(".*.tmp")), "temporary files left behind"
 
