@@ -115,10 +115,10 @@ class OutDir:
                 continue
             top = folder.parent == self.out
             for p in sorted(folder.iterdir()):
+                if top and not p.name.lstrip(".").startswith(tuple(f"{s}-" for s in SPLITS)):
+                    continue  # the user's, beside: never written, never removed
                 self.confine(p)
                 is_dir = p.is_dir()
-                if top and not p.name.lstrip(".").startswith(tuple(f"{s}-" for s in SPLITS)):
-                    continue
                 if not self.owns(p, folder=is_dir):
                     raise InputError(
                         f"{p} was not written by ocml", code="E-OUT-CONFLICT", field="--out",
