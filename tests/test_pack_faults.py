@@ -192,9 +192,11 @@ def test_a_second_run_is_refused_while_one_runs(inputs: list[Path], expected: se
             exc = refused("E-OUT-LOCKED", pack, other, inputs, out, **over)
             assert time.monotonic() - t0 < 30 and f"pid {first}" in exc.message, exc.message
             assert snapshot(out) == before
-        args = ["pack", *map(str, inputs), "--out", str(out), "--seq-len", str(SEQ), "--overwrite", "--workers", "1"]
+        args = ["pack", *map(str, inputs), "--out", str(out), "--seq-len", str(SEQ), "--overwrite", "--workers", "1",
+                "--wait-lock", "0.3"]
         assert cli_main(args + (["--no-shuffle"] if kind == "plain" else [])) == 2
-        assert "[E-OUT-LOCKED]" in capsys.readouterr().err and snapshot(out) == before
+        err = capsys.readouterr().err
+        assert "waiting up to 0.3 s" in err and "[E-OUT-LOCKED]" in err and snapshot(out) == before
         os.kill(first, signal.SIGCONT)
         assert reap(first) == 0, error_of(out, first)
     finally:
