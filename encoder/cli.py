@@ -190,7 +190,8 @@ def _cmd_pack(args: argparse.Namespace) -> int:
         workers=args.workers,
         messages_field=args.messages_field, tools_field=args.tools_field, overlong=args.overlong,
         strict=args.strict, shard_size=args.shard_size, pack=not unpacked, outputs=outputs,
-        window=args.window, pad_id=args.pad_id, overwrite=args.overwrite, progress=args.progress,
+        window=args.window, pad_id=args.pad_id, overwrite=args.overwrite, wait_lock=args.wait_lock,
+        progress=args.progress,
         pad_to_multiple_of=args.pad_to_multiple_of, seq_idx=args.seq_idx,
         max_bad_fraction=args.max_bad_fraction, keep_untrained=args.keep_untrained,
         shape=args.shape, fields=tuple(args.field), completion_only_loss=args.completion_only_loss,
@@ -210,8 +211,8 @@ def _cmd_pack(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_INTERRUPTED
     except OSError as exc:  # writing the output: disk full, permissions
-        print(f"ocml: cannot write {args.out}: {exc}. Hint: fix it and rerun the same command to resume",
-              file=sys.stderr)
+        print(f"ocml: [E-OUT-WRITE] cannot write {args.out}: {exc}. Hint: fix it (free space, permissions) and "
+              "rerun the same command to resume", file=sys.stderr)
         return EXIT_FAILED
     if result.already_done:
         print(f"ocml: {args.out} is already complete for this input and options (--overwrite to redo it)",
@@ -351,6 +352,9 @@ def _pack_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="replace the files a previous ocml run wrote in DIR (listed in DIR/.ocml/owned.json); "
                         "files ocml did not write are never deleted nor replaced")
+    p.add_argument("--wait-lock", type=float, default=0.0, metavar="SECONDS",
+                   help="one run writes DIR at a time (a lock in DIR/.ocml/): wait up to SECONDS for another run "
+                        "to finish with it (default 0: refuse at once, E-OUT-LOCKED naming the other run)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr with records/s and tokens/s (default: when stderr is a terminal)")
     p.add_argument("--pad-to-multiple-of", type=int, default=None, metavar="N",

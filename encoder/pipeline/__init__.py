@@ -4,9 +4,10 @@
 files; ``workers`` renders them in processes; ``shards`` writes output atomically;
 ``report`` summarises; ``run`` ties them together.  Around the run: ``options`` (the
 options, their defaults and checks), ``outdir`` (what ocml may write and delete in
-``--out``), ``resume`` (fingerprint, checkpoints), ``errorfile`` (``errors.jsonl``,
+``--out``), ``outlock`` (one run per ``--out``), ``resume`` (fingerprint, checkpoints), ``errorfile`` (``errors.jsonl``,
 ``--strict``), ``gates`` (``--max-bad-fraction``), ``untrained`` (documents with nothing to
-train), ``provenance`` (the source and record of every document), ``faults`` (a test hook).
+train), ``provenance`` (the source and record of every document), ``faults`` (a test hook:
+kill, pause or a full disk at a named point).
 Recipes (several sources, weights, seed, validation split, dedup, shuffle): ``recipe`` (the
 file), ``recipe_run`` (the run), with ``recipe_spools`` (what it keeps on disk between
 phases), ``recipe_plan`` (split, dedup, weights, order) and ``recipe_report`` (its report lines).

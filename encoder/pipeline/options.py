@@ -68,6 +68,7 @@ class PackOptions:
     window: int = DEFAULT_WINDOW     # documents per packing epoch
     pad_id: int | None = None
     overwrite: bool = False
+    wait_lock: float = 0.0           # seconds to wait for another run's lock on --out (outlock)
     progress: bool | None = None     # None = when stderr is a terminal
     chunk_records: int = 256
     epoch_tokens: int = DEFAULT_EPOCH_TOKENS
@@ -94,7 +95,7 @@ class PackOptions:
 
     def output_key(self, enc: Any) -> dict[str, Any]:
         """The options the output depends on (part of the fingerprint; workers / progress /
-        strict / overwrite / max_bad_fraction are not: they never change a byte of the output)."""
+        strict / overwrite / wait_lock / max_bad_fraction are not: they never change a byte of the output)."""
         return {
             "format": enc.format_name, "format_options": enc.format.init_options(),
             "tokenizer": enc.tokenizer.name, "vocab": enc.tokenizer.fingerprint,
@@ -124,6 +125,9 @@ def check(opts: PackOptions) -> None:
     for name, value in (("--seq-len", opts.seq_len), ("--shard-size", opts.shard_size), ("--window", opts.window)):
         if value is not None and value < 1:
             raise InputError(f"{name} must be >= 1, got {value}", code="E-USAGE", field=name)
+    if not 0.0 <= opts.wait_lock < float("inf"):
+        raise InputError(f"--wait-lock must be a number of seconds >= 0, got {opts.wait_lock}", code="E-USAGE",
+                         field="--wait-lock", hint="0 (the default) = refuse at once when another run holds --out")
     if not 0.0 <= opts.max_bad_fraction <= 1.0:
         raise InputError(f"--max-bad-fraction must be in [0, 1], got {opts.max_bad_fraction}", code="E-USAGE",
                          field="--max-bad-fraction", hint="e.g. 0.05 (5%); 1 = never fail on bad records")

@@ -153,6 +153,7 @@ class Recipe:
     max_bad_fraction: float = DEFAULT_MAX_BAD_FRACTION
     progress: bool | None = None
     overwrite: bool = False
+    wait_lock: float = 0.0
     out: str | None = None
     # Tuning (part of the output's identity: they decide where the packer is flushed).
     chunk_records: int = 256
@@ -176,7 +177,7 @@ class Recipe:
             format=self.format, tokenizer=self.tokenizer, model=self.model, seq_len=self.seq_len,
             workers=self.workers, overlong=self.overlong, strict=self.strict, shard_size=self.shard_size,
             pack=self.pack, outputs=self.outputs, window=self.window, pad_id=self.pad_id,
-            overwrite=self.overwrite, progress=self.progress, chunk_records=self.chunk_records,
+            overwrite=self.overwrite, wait_lock=self.wait_lock, progress=self.progress, chunk_records=self.chunk_records,
             epoch_tokens=self.epoch_tokens, plot=self.plot, max_bad_fraction=self.max_bad_fraction,
             keep_untrained=self.keep_untrained, pad_to_multiple_of=self.pad_to_multiple_of, seq_idx=self.seq_idx,
             shape=self.shape, fields=self.fields, completion_only_loss=self.completion_only_loss,
@@ -202,7 +203,7 @@ class Recipe:
         return d
 
 
-_NOT_RECORDED = ("workers", "strict", "progress", "overwrite", "out", "max_bad_fraction")
+_NOT_RECORDED = ("workers", "strict", "progress", "overwrite", "wait_lock", "out", "max_bad_fraction")
 PER_SOURCE_DEFAULTS = ("mask", "cot", "reasoning", "messages_field", "tools_field")
 SOURCE_KEYS = tuple(f.name for f in fields(SourceSpec))
 TOP_KEYS = tuple(f.name for f in fields(Recipe))
@@ -224,7 +225,7 @@ _TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "validation_pack": ((bool,), "true or false"), "dedup": ((str, bool, type(None)), "exact or off"),
     "shuffle": ((bool,), "true or false"), "workers": ((int,), "an integer >= 0 (0 = all cores)"),
     "strict": ((bool,), "true or false"), "progress": ((bool, type(None)), "true or false"),
-    "overwrite": ((bool,), "true or false"), "out": ((str, type(None)), "a folder"),
+    "overwrite": ((bool,), "true or false"), "wait_lock": ((int, float), "seconds >= 0"), "out": ((str, type(None)), "a folder"),
     "chunk_records": ((int,), "an integer >= 1"), "epoch_tokens": ((int,), "an integer >= 1"),
     "plot": ((bool,), "true or false"),
     "shape": ((str,), "a record shape"), "fields": ((list, tuple), "a list of KEY=COLUMN"),

@@ -21,9 +21,8 @@ byte-identical for any number of workers, and after a resume):
 
 The report adds the recipe's lines (``recipe_report``) to a plain run's.
 
-Disk: the spools hold about 9 bytes per document token plus 12 per packed row token;
-they are removed when the run completes.  Memory: the metadata (about 60 bytes per
-document) plus a plain run's bounds.
+Disk: the spools hold about 9 bytes per document token plus 12 per packed row token; removed when
+the run completes (or by the next run into ``--out``: ``outdir.prepare``).  Memory grows with the input: README.
 """
 
 from __future__ import annotations
@@ -44,7 +43,7 @@ from .errorfile import ERRORS, ErrorLog
 from .faults import fault as _fault
 from .gates import BadFractionGate
 from .options import BAD_SAMPLE, ocml_version
-from .outdir import prepare
+from .outdir import is_shard, prepare
 from ..inputs.split import split_text_seq_len
 from .pack_encoder import encoder_factory
 from .provenance import LOC_BITS, SourceMap
@@ -55,19 +54,20 @@ from .recipe_report import common_setting, format_recipe_report, row_order_stati
 from .recipe_spools import RecipeSpools
 from .report import (OVERLONG, LengthHistogram, errors_section, manifest_base, overlong_entries,
                      plot_lengths, shard_dirs, timing_section, trained_summary, untrained_summary, write_json)
-from .resume import PROGRESS, STATE_DIR, fingerprint, input_fingerprint
-from .resume import reopen_log as _reopen
+from .resume import PROGRESS, STATE_DIR, fingerprint, input_fingerprint, reopen_log as _reopen
 from .run import PackTotals, RunResult
-from .shards import (IGNORE, SPLITS, Block, ShardWriter, remove_shards_from,
-                     shard_name)
+from .shards import IGNORE, SPLITS, Block, ShardWriter, shard_name
 from .shuffle import permutation
 from .spool import Spool
 from .untrained import UNTRAINED
 from .workers import Rendered, RenderPool, RenderSpec, default_workers
 
+# What this driver writes outside the shards (ShardWriter claims those): --overwrite removes only these.
+DRIVER_FILES = (ERRORS, OVERLONG, UNTRAINED, "lengths.png", ".lengths.png.tmp.png", "recipe.yaml", "manifest.json",
+                ".manifest.json.tmp", "report.json", ".report.json.tmp")
+
 class RecipeRun:
     def __init__(self, recipe: Recipe, out: Path, log: IO[str] | None = None) -> None:
-
         self.recipe, self.out, self.log = recipe, out, log or sys.stderr
         self.opts = recipe.pack_options(out)  # the run-wide options, as a plain run has them
         self.overlong = recipe.overlong_policy
@@ -114,13 +114,13 @@ class RecipeRun:
 
     # -- the run -----------------------------------------------------------------------------------
     def run(self) -> RunResult:
-        r = self.recipe
-        self.od, progress = prepare(self.out, self.fp, r.overwrite, self.files)
-        # What this driver writes outside the shards (ShardWriter claims those): --overwrite removes only these.
-        self.od.claim([self.out / n for n in (ERRORS, OVERLONG, UNTRAINED, "lengths.png", ".lengths.png.tmp.png", "recipe.yaml",
-                                              "manifest.json", ".manifest.json.tmp", "report.json",
-                                              ".report.json.tmp")],
-                      [self.spools.folder])
+        self.od, progress = prepare(self.out, self.fp, self.recipe.overwrite, self.files, self.recipe.wait_lock,
+                                    self.log)
+        with self.od:  # the --out lock is held to the end, whatever happens (outlock)
+            return self._run_locked(progress)
+
+    def _run_locked(self, progress: dict[str, Any] | None) -> RunResult:
+        self.od.claim([self.out / n for n in DRIVER_FILES], [self.spools.folder])
         if progress and progress.get("status") == "done":
             report = json.loads((self.out / "report.json").read_text("utf-8"))
             return RunResult(report, 0, format_recipe_report(report), already_done=True)
@@ -339,7 +339,7 @@ class RecipeRun:
     def _write_split(self, split: str, order: np.ndarray) -> int:
         r = self.recipe
         done = int(self.progress.get("written", {}).get(split, 0))
-        remove_shards_from(self.out, done, split)
+        self.od.remove(lambda key: is_shard(key, done, split))  # stale after a crash: ocml's files only
         packed = self._packed(split)
         if packed:
             spool = self.spools.rows[split]
@@ -483,7 +483,8 @@ class RecipeRun:
         write_json(out / "report.json", report)
         write_json(self.state / PROGRESS, {"fingerprint": self.fp, "status": "done", "shards": shards["train"],
                                            "rows": splits["train"]["rows"], "checkpoint": None})
-        self.spools.remove()
+        _fault("done", 1)  # a kill here leaves the spool: the next run into --out removes it (outdir.prepare)
+        self.od.remove_spool()
         return report
 
 

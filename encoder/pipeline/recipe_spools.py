@@ -4,7 +4,7 @@ pack and the write phases, and how those read it back.
 ``docs``: every rendered document's ids, mask (and message index), back to back; ``meta``: one
 row per document (length, trained tokens, file, location, source, content key); ``rows-<split>``:
 each split's packed rows (dense ids / labels / positions, segments per row, each segment's length
-and document).  Removed when the run completes.
+and document).  Removed when the run completes, or by the next run into ``--out`` (``outdir``).
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ import numpy as np
 
 from .content import content_keys
 from .provenance import LOC_BITS
+from .resume import SPOOL_DIR
 from .run import WRITE_TOKENS
 from .shards import SPLITS, Block
 from .spool import Spool, ranges
 from .workers import Rendered
 
-SPOOL_DIR = "spool"
 DOC_COLUMNS = {"ids": np.int32, "mask": np.uint8, "message_index": np.int32}
 META_COLUMNS = {"length": np.int64, "trained": np.int64, "file": np.int32, "location": np.int64,
                 "source": np.int32, "key": np.uint64}
@@ -118,11 +118,6 @@ class RecipeSpools:
         spool.append("row_segments", np.diff(p.segment_offsets))
         spool.append("seg_lengths", p.segment_lengths)
         spool.append("seg_doc", p.segment_doc)
-
-    def remove(self) -> None:
-        for sp in (self.docs, self.meta, *self.rows.values()):
-            sp.remove()
-        self.folder.rmdir()
 
 
 __all__ = ["DOC_COLUMNS", "META_COLUMNS", "ROW_COLUMNS", "SPOOL_DIR", "RecipeSpools"]

@@ -20,6 +20,7 @@ from .readers import Source
 
 STATE_DIR = ".ocml"
 PROGRESS = "progress.json"
+SPOOL_DIR = "spool"  # a recipe run's spool, under STATE_DIR (recipe_spools)
 
 
 @dataclass

@@ -284,10 +284,17 @@ def run(opts: PackOptions, log: IO[str] | None = None) -> RunResult:
     enc, detection = pack_encoder(opts, log)
     inputs = input_fingerprint(smap.files)
     fp = fingerprint(inputs, opts.output_key(enc))
-    od, progress = prepare(opts.out, fp, opts.overwrite, smap.files)
-    if progress and progress.get("status") == "done":
-        report = json.loads((opts.out / "report.json").read_text("utf-8"))
-        return RunResult(report, 0, format_report(report), already_done=True)
+    od, progress = prepare(opts.out, fp, opts.overwrite, smap.files, opts.wait_lock, log)
+    with od:  # the --out lock is held to the end, whatever happens (outlock)
+        if progress and progress.get("status") == "done":
+            report = json.loads((opts.out / "report.json").read_text("utf-8"))
+            return RunResult(report, 0, format_report(report), already_done=True)
+        return _run_locked(opts, log, t0, enc, detection, smap, inputs, fp, od, progress)
+
+
+def _run_locked(opts: PackOptions, log: IO[str], t0: float, enc: Any, detection: dict[str, Any] | None,
+                smap: SourceMap, inputs: list[dict[str, Any]], fp: str, od: OutDir,
+                progress: dict[str, Any] | None) -> RunResult:
     state = _Run(opts, enc, smap, fp, od, progress, log)
     state.detection = detection
     if state.resumed_shards:

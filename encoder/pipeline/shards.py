@@ -36,7 +36,6 @@ on POSIX), so readers and a resumed run never see half a shard.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
 from ..masks import IGNORE as IGNORE  # re-exported for the pipeline (one home: encoder.masks)
 from ..packing.packed import segment_index
 from .megatron import IDS_KEY, MASK_KEY, IndexedWriter, token_dtype
@@ -225,10 +225,10 @@ class _NpyPart:
     def __init__(self, final: Path, packed: bool, seq_len: int, seq_idx: bool = False) -> None:
         self.final = final
         self.tmp = final.with_name("." + final.name + ".tmp")
-        if self.tmp.exists():
-            shutil.rmtree(self.tmp)
-        self.tmp.mkdir(parents=True)
         self.packed = packed
+        self.names = self.file_names(packed, seq_idx)
+        _clear(self.tmp, self.names)  # left by a killed run (its files are claimed: ocml's own)
+        self.tmp.mkdir(parents=True)
         self.files = {n: NpyAppender(self.tmp / f"{n}.npy", np.dtype(d), r)
                       for n, d, r in self.arrays(packed, seq_len, seq_idx)}
         self.offsets: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
@@ -246,12 +246,16 @@ class _NpyPart:
             names + (("source", np.int32, ()), ("record", np.int64, ()))
 
     @staticmethod
+    def file_names(packed: bool, seq_idx: bool = False) -> list[str]:
+        """The files of one shard folder."""
+        names = [f"{n}.npy" for n, _, _ in _NpyPart.arrays(packed, 0, seq_idx)]
+        return names + ["seq_offsets.npy" if packed else "offsets.npy"]
+
+    @staticmethod
     def paths(final: Path, packed: bool, seq_idx: bool = False) -> tuple[list[Path], list[Path]]:
         """(files, folders) this part creates: what ``ShardWriter`` claims before opening it."""
         tmp = final.with_name("." + final.name + ".tmp")
-        names = [f"{n}.npy" for n, _, _ in _NpyPart.arrays(packed, 0, seq_idx)]
-        names.append("seq_offsets.npy" if packed else "offsets.npy")
-        return [d / n for d in (tmp, final) for n in names], [tmp, final]
+        return [d / n for d in (tmp, final) for n in _NpyPart.file_names(packed, seq_idx)], [tmp, final]
 
     def write(self, block: Block) -> None:
         f = self.files
@@ -280,15 +284,32 @@ class _NpyPart:
             a.close()
         name = "seq_offsets.npy" if self.packed else "offsets.npy"
         np.save(self.tmp / name, np.concatenate(self.offsets))
-        if self.final.exists():  # left by a run killed between this rename and its progress record
-            shutil.rmtree(self.final)
+        _clear(self.final, self.names)  # left by a run killed between this rename and its progress record
         os.replace(self.tmp, self.final)
 
     def abort(self) -> None:
         for a in self.files.values():
             if not a.f.closed:
                 a.f.close()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        try:
+            _clear(self.tmp, self.names)
+        except (OSError, InputError):
+            pass  # already failing: the next run clears it (outdir.OutDir.remove)
+
+
+def _clear(folder: Path, names: list[str]) -> None:
+    """Remove a shard folder ocml wrote: its known files, then the folder; anything else in it
+    was not written by ocml and stops the run (never deleted)."""
+    if not folder.is_dir() or folder.is_symlink():
+        return
+    for n in names:
+        (folder / n).unlink(missing_ok=True)
+    try:
+        folder.rmdir()
+    except OSError:
+        raise InputError(f"{folder} holds files ocml did not write: {sorted(p.name for p in folder.iterdir())[:5]}",
+                         code="E-OUT-CONFLICT", field="--out",
+                         hint="move them out of --out, or use another --out") from None
 
 
 class _MegatronPart:
@@ -415,24 +436,3 @@ class ShardWriter:
         for p in self._parts:
             p.abort()
         self._parts = []
-
-
-def shard_files(out: Path, split: str = "train") -> list[Path]:
-    """Every shard of ``split`` ocml may have written under ``out`` (complete or temporary)."""
-    found: list[Path] = []
-    for sub in (PARQUET_DIR, NPY_DIR, MEGATRON_DIR):
-        d = out / sub
-        if d.is_dir():
-            found += [p for p in d.iterdir() if p.name.startswith((f"{split}-", f".{split}-"))]
-    return sorted(found)
-
-
-def remove_shards_from(out: Path, first: int, split: str = "train") -> None:
-    """Remove temporary shards and shards numbered ``first`` or above (stale after a crash)."""
-    for p in shard_files(out, split):
-        stem = p.name.lstrip(".").split(".")[0].split("_")[0]  # train-00003[_text_document]
-        if p.name.startswith(".") or int(stem.split("-")[1]) >= first:
-            if p.is_dir():
-                shutil.rmtree(p)
-            else:
-                p.unlink(missing_ok=True)

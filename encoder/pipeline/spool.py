@@ -9,7 +9,6 @@ file to what a checkpoint recorded, so a resumed run appends exactly after it.
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 from typing import IO
 
@@ -64,10 +63,6 @@ class Spool:
         if not p.exists() or p.stat().st_size == 0:
             return np.zeros(0, dtype=dt)
         return np.memmap(p, dtype=dt, mode="r")
-
-    def remove(self) -> None:
-        self.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
