@@ -1,0 +1,133 @@
+"""Limits on the values ocml walks: nesting depth and the numbers JSON cannot carry.
+
+One record's pathology is that record's typed error, never a crash: Python raises
+``RecursionError`` on JSON text or values nested ~1,000 deep and ``ValueError`` on an integer
+of more than 4,300 digits (``sys.get_int_max_str_digits``) read from or written as text; here
+they become ``E-INPUT-DEPTH`` / ``E-INPUT-NUMBER`` (``pathology``), the same in the API and
+in ``ocml pack`` (where the record goes to ``errors.jsonl`` and counts against
+``--max-bad-fraction``).
+
+- ``MAX_DEPTH`` (128 levels of objects / arrays, serde_json's limit, which openai-harmony's
+  Rust parser applies too) bounds what ocml walks or writes as JSON: tool-call arguments,
+  tool schemas (``parameters``) and bodies constrained to JSON (``check_value``); deeper is
+  ``E-INPUT-DEPTH``.  Other JSON text (a record line, a ``messages`` column) is only parsed:
+  it fails as ``E-INPUT-DEPTH`` where Python's parser gives up (about 1,000 levels).
+- Numbers: tool-call arguments, tool schemas and JSON bodies hold no NaN / Infinity (JSON has
+  none; ``json.dumps`` would write ``NaN``, which no JSON parser reads) and no integer over
+  4,300 digits: ``E-INPUT-NUMBER``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .errors import InputError, OcmlError
+
+MAX_DEPTH = 128
+#: Python's limit on int <-> str conversion (0: none); an int of more bits may exceed it
+_INT_DIGITS = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
+_SAFE_BITS = int(_INT_DIGITS * 3.32) if _INT_DIGITS else 0  # below this many bits, str() always works
+DEPTH_HINT = f"ocml reads at most {MAX_DEPTH} levels of nested objects / arrays here; flatten the value"
+NUMBER_HINT = ("JSON numbers are finite (no NaN / Infinity) and ocml writes integers of at most "
+               f"{_INT_DIGITS or 'any'} digits; give the value as a string")
+
+
+def depth_error(what: str, *, field: str | None, index: int | None, limit: int | None = MAX_DEPTH) -> InputError:
+    deeper = f"more than {limit} levels" if limit else "too deeply for Python's parser (about 1,000 levels)"
+    return InputError(f"{what} nests objects / arrays {deeper}", code="E-INPUT-DEPTH", field=field, index=index,
+                      hint=DEPTH_HINT)
+
+
+def number_error(what: str, detail: str, *, field: str | None, index: int | None) -> InputError:
+    return InputError(f"{what} holds {detail}", code="E-INPUT-NUMBER", field=field, index=index, hint=NUMBER_HINT)
+
+
+def pathology(exc: BaseException, what: str = "the value", *, field: str | None = None,
+              index: int | None = None) -> OcmlError | None:
+    """The typed error for an exception Python raises on a pathological value, or None when
+    ``exc`` is something else (to be re-raised as it is)."""
+    if isinstance(exc, OcmlError):
+        return None
+    if isinstance(exc, RecursionError):
+        return depth_error(what, field=field, index=index, limit=None)
+    if type(exc) is ValueError and "integer string conversion" in str(exc):
+        return number_error(what, f"an integer of more than {_INT_DIGITS:,} digits", field=field, index=index)
+    return None
+
+
+def loads_record(text: str | bytes, what: str = "the JSON text", *, field: str | None = None,
+                 index: int | None = None) -> Any:
+    """``json.loads`` with its pathologies typed (``json.JSONDecodeError`` passes through, for
+    the caller's own message)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except (RecursionError, ValueError) as exc:
+        err = pathology(exc, what, field=field, index=index)
+        if err is None:
+            raise
+        raise err from None
+
+
+def _constant(name: str) -> Any:
+    raise _NonFinite(name)
+
+
+class _NonFinite(ValueError):
+    pass
+
+
+def loads_strict(text: str, what: str, *, field: str | None, index: int | None) -> Any:
+    """JSON text that ocml writes as JSON (arguments, bodies): parsed, then held to ``check_value``
+    (``json.JSONDecodeError`` passes through)."""
+    try:
+        value = json.loads(text, parse_constant=_constant)
+    except _NonFinite as exc:
+        raise number_error(what, f"{exc}, which is not JSON", field=field, index=index) from None
+    except json.JSONDecodeError:
+        raise
+    except (RecursionError, ValueError) as exc:
+        err = pathology(exc, what, field=field, index=index)
+        if err is None:
+            raise
+        raise err from None
+    check_value(value, what, field=field, index=index)
+    return value
+
+
+def check_value(value: Any, what: str, *, field: str | None, index: int | None) -> None:
+    """``value`` (to be walked or written as JSON) nests at most ``MAX_DEPTH`` levels and holds
+    only finite numbers of at most ``sys.get_int_max_str_digits()`` digits.  Iterative: the
+    check itself never recurses (a self-referencing value fails the depth check)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        t = type(v)
+        if t is str or v is None or t is bool:
+            continue
+        if t is dict or (t is not list and isinstance(v, Mapping)):
+            children: Any = v.values()
+        elif t is list or t is tuple or (isinstance(v, Sequence) and not isinstance(v, (str, bytes, bytearray))):
+            children = v
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                raise number_error(what, f"the number {float(v)!r}, which is not JSON", field=field, index=index)
+            continue
+        elif isinstance(v, int):
+            if _SAFE_BITS and v.bit_length() > _SAFE_BITS:
+                try:
+                    str(v)
+                except ValueError:
+                    raise number_error(what, f"an integer of more than {_INT_DIGITS:,} digits", field=field,
+                                       index=index) from None
+            continue
+        else:
+            continue
+        if depth >= MAX_DEPTH:
+            raise depth_error(what, field=field, index=index)
+        stack.extend((c, depth + 1) for c in children)
