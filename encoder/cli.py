@@ -193,6 +193,7 @@ def _cmd_pack(args: argparse.Namespace) -> int:
         window=args.window, pad_id=args.pad_id, overwrite=args.overwrite, progress=args.progress,
         pad_to_multiple_of=args.pad_to_multiple_of, seq_idx=args.seq_idx,
         max_bad_fraction=args.max_bad_fraction, keep_untrained=args.keep_untrained,
+        max_line_bytes=args.max_line_bytes,
         shape=args.shape, fields=tuple(args.field), completion_only_loss=args.completion_only_loss,
         string_prompt=args.string_prompt, pair_columns=args.pair_columns)
     try:
@@ -283,6 +284,7 @@ def _pack_options(p: argparse.ArgumentParser) -> None:
     from .messages import CotPolicy
 
     from .pipeline.options import DEFAULT_MAX_BAD_FRACTION, DEFAULT_WINDOW
+    from .pipeline.readers import MAX_LINE_BYTES
     from .pipeline.workers import default_workers
 
     cpus = default_workers()
@@ -325,6 +327,9 @@ def _pack_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-bad-fraction", type=float, default=DEFAULT_MAX_BAD_FRACTION, metavar="F",
                    help="fail (exit 1, with the top error codes) when more than this fraction of the records is "
                         "bad; checked after the first 1,000 records and at the end (default %(default)s)")
+    p.add_argument("--max-line-bytes", type=int, default=MAX_LINE_BYTES, metavar="N",
+                   help="a JSON Lines line longer than this is a bad record (E-INPUT-LINE-TOO-LONG, skipped without "
+                        "reading it into memory; default %(default)s = 64 MiB)")
     p.add_argument("--keep-untrained", action="store_true",
                    help="keep documents with nothing to train (no messages, no assistant message, or all masked "
                         "by --mask); by default they are skipped, counted in the report and listed in "

@@ -27,6 +27,7 @@ from .cot import dropped as cot_dropped, parse_cot
 from .errors import InputError, InputTypeError, OcmlError
 from .formats import format_class
 from .gcpolicy import rendering
+from .jsonlimits import pathology
 from .inputs import layout as record_layout
 from .inputs.shapes import RECORD_SHAPES, ShapeOptions
 from .masks import MaskPolicy
@@ -165,10 +166,16 @@ class Encoder(Codec):
 
     def _layout(self, conversation: Any, mode: Mode, cot: CotPolicy | str | None,
                 mask: MaskPolicy | None) -> RenderJob:
-        if type(conversation) is not list and record_layout.wants(self, conversation):
-            # prompt/completion, Alpaca, text records (encoder.inputs)
-            return record_layout.layout_record(self, conversation, mode, cot, mask)
-        return self._layout_conversation(conversation, mode, cot, mask)
+        try:
+            if type(conversation) is not list and record_layout.wants(self, conversation):
+                # prompt/completion, Alpaca, text records (encoder.inputs)
+                return record_layout.layout_record(self, conversation, mode, cot, mask)
+            return self._layout_conversation(conversation, mode, cot, mask)
+        except (RecursionError, ValueError) as exc:  # a value too deep / a number too long: typed (jsonlimits)
+            typed = pathology(exc, "the conversation")
+            if typed is None:
+                raise
+            raise typed from None
 
     def _layout_conversation(self, conversation: Any, mode: Mode, cot: CotPolicy | str | None,
                              mask: MaskPolicy | None) -> RenderJob:

@@ -39,10 +39,19 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..jsonlimits import loads_record, pathology
+from ocml.vocab.errors import excerpt
 from ..packing.packed import Overlong
 from .options import DEFAULT_MAX_BAD_FRACTION, DEFAULT_WINDOW, PackOptions, check, resolve_overlong
+from .readers import MAX_LINE_BYTES
 
 DEDUP_MODES = ("off", "exact")
+# Bounds on a recipe, checked before anything reads it (a 500-byte YAML alias bomb expands to
+# billions of nodes; each alias is counted each time it is used, so a bomb fails in milliseconds).
+MAX_RECIPE_BYTES = 16 << 20   # the file
+MAX_RECIPE_NODES = 100_000    # values, aliases expanded
+MAX_RECIPE_DEPTH = 32         # nesting
+MAX_RECIPE_STRING = 4096      # characters of one string (a path, a name)
 OUTPUT_CHOICES = ("parquet", "npy", "both", "megatron")
 OVERLONG_CHOICES = ("split", "truncate", "drop")
 _GLOB_CHARS = set("*?[")
@@ -73,7 +82,7 @@ class Validation:
             try:
                 value = int(text) if text.isdigit() else float(text)
             except ValueError:
-                raise RecipeError(f"{where}: {value!r} is not a number", field=where,
+                raise RecipeError(f"{where}: {excerpt(value)} is not a number", field=where,
                                   hint="a fraction like 0.01 or a count of conversations like 500") from None
         if isinstance(value, int):
             if value < 0:
@@ -84,7 +93,7 @@ class Validation:
                 raise RecipeError(f"{where}: a fraction must be between 0 and 1, got {value}", field=where,
                                   hint="a count of conversations is an integer (500, not 500.0)")
             return cls(fraction=value)
-        raise RecipeError(f"{where}: {value!r} is not a fraction or a count", field=where)
+        raise RecipeError(f"{where}: {excerpt(value)} is not a fraction or a count", field=where)
 
     def to_value(self) -> float | int:
         return self.fraction if self.fraction is not None else int(self.count or 0)
@@ -152,6 +161,7 @@ class Recipe:
     strict: bool = False
     max_bad_fraction: float = DEFAULT_MAX_BAD_FRACTION
     progress: bool | None = None
+    max_line_bytes: int = MAX_LINE_BYTES  # a longer JSON Lines line is a bad record (readers)
     overwrite: bool = False
     out: str | None = None
     # Tuning (part of the output's identity: they decide where the packer is flushed).
@@ -180,7 +190,7 @@ class Recipe:
             epoch_tokens=self.epoch_tokens, plot=self.plot, max_bad_fraction=self.max_bad_fraction,
             keep_untrained=self.keep_untrained, pad_to_multiple_of=self.pad_to_multiple_of, seq_idx=self.seq_idx,
             shape=self.shape, fields=self.fields, completion_only_loss=self.completion_only_loss,
-            string_prompt=self.string_prompt, pair_columns=self.pair_columns)
+            string_prompt=self.string_prompt, pair_columns=self.pair_columns, max_line_bytes=self.max_line_bytes)
 
     def shape_options(self) -> Any:
         return self.pack_options().shape_options()
@@ -220,6 +230,7 @@ _TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "pad_id": ((int, type(None)), "a token id"), "shard_size": ((int,), "an integer >= 1"),
     "pad_to_multiple_of": ((int, type(None)), "an integer >= 1"), "seq_idx": ((bool,), "true or false"),
     "keep_untrained": ((bool,), "true or false"), "max_bad_fraction": ((int, float), "a fraction in [0, 1]"),
+    "max_line_bytes": ((int,), "an integer >= 1 (bytes)"),
     "output": ((str, list), "parquet, npy, both or megatron"), "seed": ((int,), "an integer"),
     "validation_pack": ((bool,), "true or false"), "dedup": ((str, bool, type(None)), "exact or off"),
     "shuffle": ((bool,), "true or false"), "workers": ((int,), "an integer >= 0 (0 = all cores)"),
@@ -246,6 +257,10 @@ def read_recipe_file(path: str | Path) -> dict[str, Any]:
         else:
             raise RecipeError(f"{path} is a folder without recipe.yaml or manifest.json", field="--recipe")
     try:
+        size = p.stat().st_size
+        if size > MAX_RECIPE_BYTES:
+            raise RecipeError(f"{path}: {size:,} bytes, over the {MAX_RECIPE_BYTES:,}-byte limit for a recipe",
+                              field="--recipe", hint="a recipe names its sources; it does not hold data")
         text = p.read_text("utf-8")
     except FileNotFoundError:
         raise RecipeError(f"{path}: no such recipe file", field="--recipe") from None
@@ -254,7 +269,7 @@ def read_recipe_file(path: str | Path) -> dict[str, Any]:
     data: Any
     if p.suffix.lower() == ".json":
         try:
-            data = json.loads(text)
+            data = loads_record(text, f"recipe {path}", field="--recipe")
         except json.JSONDecodeError as exc:
             raise RecipeError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
                               field="--recipe") from None
@@ -266,14 +281,50 @@ def read_recipe_file(path: str | Path) -> dict[str, Any]:
         except yaml.YAMLError as exc:
             raise RecipeError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})", field="--recipe",
                               hint="check the indentation; JSON is accepted too") from None
+        except (RecursionError, ValueError) as exc:  # nested past Python's stack, an int past its digit limit
+            typed = pathology(exc, f"recipe {path}", field="--recipe")
+            if typed is None:
+                raise
+            raise typed from None
     if isinstance(data, Mapping) and isinstance(data.get("recipe"), Mapping):
         # A manifest.json (or any wrapper) holding the resolved recipe ("recipe" is no recipe key;
         # a manifest's own "sources" is its provenance table, not the recipe's sources).
         data = data["recipe"]
+    _check_bounds(data, str(path))
     if not isinstance(data, Mapping):
         raise RecipeError(f"{path}: a recipe is a mapping of keys (sources:, seed:, ...), got "
                           f"{type(data).__name__}", field="--recipe")
     return _relative_to(dict(data), p.resolve().parent)
+
+
+def _check_bounds(data: Any, path: str) -> None:
+    """``MAX_RECIPE_NODES`` values (YAML aliases counted at each use), ``MAX_RECIPE_DEPTH`` levels,
+    strings of ``MAX_RECIPE_STRING`` characters: walked iteratively, stopping at the first excess."""
+    stack: list[tuple[Any, int, str]] = [(data, 0, "")]
+    nodes = 0
+    while stack:
+        value, depth, where = stack.pop()
+        nodes += 1
+        if nodes > MAX_RECIPE_NODES:
+            raise RecipeError(f"{path}: more than {MAX_RECIPE_NODES:,} values (YAML aliases counted where used)",
+                              field="--recipe", hint="a recipe is a few keys and a list of sources; "
+                                                     "is it a YAML alias bomb?")
+        if isinstance(value, str) and len(value) > MAX_RECIPE_STRING:
+            raise RecipeError(f"{path}: {where or 'a value'} is a string of {len(value):,} characters, over the "
+                              f"limit of {MAX_RECIPE_STRING:,}", field=_short(where) or "--recipe")
+        children: Any = (value.items() if isinstance(value, Mapping) else
+                         enumerate(value) if isinstance(value, list) else ())
+        if children and depth >= MAX_RECIPE_DEPTH:
+            raise RecipeError(f"{path}: values nested more than {MAX_RECIPE_DEPTH} levels deep", field="--recipe")
+        for k, v in children:
+            stack.append((v, depth + 1, f"{where}.{_short(str(k))}" if where else _short(str(k))))
+            if isinstance(value, Mapping):
+                stack.append((k, depth + 1, where))  # keys are values too (a key may be a huge string)
+
+
+def _short(text: str, limit: int = 64) -> str:
+    """``text`` cut to ``limit`` characters for a message or a field name."""
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _relative_to(data: dict[str, Any], base: Path) -> dict[str, Any]:
@@ -298,27 +349,27 @@ def _norm_key(k: Any) -> str:
 
 
 def _unknown(key: str, known: tuple[str, ...], where: str, other: tuple[str, ...], other_where: str) -> RecipeError:
-    near = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    near = difflib.get_close_matches(key, known, n=1, cutoff=0.6) if len(key) <= 64 else []
     if key in other:
         hint = f"{key!r} belongs {other_where}"
     elif near:
         hint = f"did you mean {near[0]!r}?"
     else:
         hint = "known keys: " + ", ".join(sorted(known))
-    return RecipeError(f"unknown key {key!r} {where}", field=key, hint=hint)
+    return RecipeError(f"unknown key {excerpt(key)} {where}", field=_short(key), hint=hint)
 
 
 def _check_type(key: str, value: Any, where: str) -> None:
     types, what = _TYPES[key]
     ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
     if not ok:
-        raise RecipeError(f"{where}{key}: expected {what}, got {value!r}", field=key)
+        raise RecipeError(f"{where}{key}: expected {what}, got {excerpt(value)}", field=key)
 
 
 def _choice(key: str, value: str, choices: tuple[str, ...] | list[str], where: str) -> str:
     if value not in choices:
-        near = difflib.get_close_matches(value, list(choices), n=1)
-        raise RecipeError(f"{where}{key}: unknown value {value!r}", field=key,
+        near = difflib.get_close_matches(value, list(choices), n=1) if len(value) <= 64 else []
+        raise RecipeError(f"{where}{key}: unknown value {excerpt(value)}", field=key,
                           hint=(f"did you mean {near[0]!r}? " if near else "") + "one of: " + ", ".join(choices))
     return value
 
@@ -338,6 +389,7 @@ def resolve_recipe(data: Mapping[str, Any], overrides: Mapping[str, Any] | None 
     from ..masks import NAMED_MASKS
     from ..messages import CotPolicy
 
+    _check_bounds(data, "recipe")  # a mapping from the API is bounded like a file
     top: dict[str, Any] = {}
     for k, v in data.items():
         key = _norm_key(k)
@@ -406,7 +458,7 @@ def resolve_recipe(data: Mapping[str, Any], overrides: Mapping[str, Any] | None 
         if isinstance(raw, str):
             raw = {"path": raw}
         if not isinstance(raw, Mapping):
-            raise RecipeError(f"sources[{i}]: expected a mapping with a path, got {raw!r}", field="sources")
+            raise RecipeError(f"sources[{i}]: expected a mapping with a path, got {excerpt(raw)}", field="sources")
         s: dict[str, Any] = {}
         for k, v in raw.items():
             key = _norm_key(k)
@@ -431,7 +483,7 @@ def resolve_recipe(data: Mapping[str, Any], overrides: Mapping[str, Any] | None 
     names = [s.name for s in sources]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        raise RecipeError(f"two sources are named {dup[0]!r}", field="name",
+        raise RecipeError(f"two sources are named {excerpt(dup[0])}", field="name",
                           hint="give each source its own name: (name: ...)")
     return replace(base, sources=tuple(sources), max_bad_fraction=float(base.max_bad_fraction))
 
