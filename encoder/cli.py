@@ -29,7 +29,7 @@ EPILOG = """exit codes:
        records were bad, or a run failed after it started (a worker died, the disk is
        full); rerun the same command to resume
   2    usage or input error: bad option, missing / unreadable / non-UTF-8 / non-JSON input,
-       an --out folder that holds something else
+       a truncated or corrupt input file, an --out folder that holds something else
   130  interrupted (Ctrl-C); ocml pack resumes when rerun
   141  standard output was closed early (e.g. ocml render ... | head)
 """

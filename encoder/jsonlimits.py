@@ -33,17 +33,17 @@ _INT_DIGITS = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digi
 _SAFE_BITS = int(_INT_DIGITS * 3.32) if _INT_DIGITS else 0  # below this many bits, str() always works
 DEPTH_HINT = f"ocml reads at most {MAX_DEPTH} levels of nested objects / arrays here; flatten the value"
 NUMBER_HINT = ("JSON numbers are finite (no NaN / Infinity) and ocml writes integers of at most "
-               f"{_INT_DIGITS or 'any'} digits; give the value as a string")
+               f"{_INT_DIGITS:,} digits; give the value as a string")
 
 
 def depth_error(what: str, *, field: str | None, index: int | None, limit: int | None = MAX_DEPTH) -> InputError:
-    deeper = f"more than {limit} levels" if limit else "too deeply for Python's parser (about 1,000 levels)"
-    return InputError(f"{what} nests objects / arrays {deeper}", code="E-INPUT-DEPTH", field=field, index=index,
+    deeper = f"more than {limit} levels deep" if limit else "too deep for Python's parser (about 1,000 levels)"
+    return InputError(f"objects / arrays nested {deeper} in {what}", code="E-INPUT-DEPTH", field=field, index=index,
                       hint=DEPTH_HINT)
 
 
 def number_error(what: str, detail: str, *, field: str | None, index: int | None) -> InputError:
-    return InputError(f"{what} holds {detail}", code="E-INPUT-NUMBER", field=field, index=index, hint=NUMBER_HINT)
+    return InputError(f"{detail} in {what}", code="E-INPUT-NUMBER", field=field, index=index, hint=NUMBER_HINT)
 
 
 def pathology(exc: BaseException, what: str = "the value", *, field: str | None = None,
@@ -88,7 +88,7 @@ def loads_strict(text: str, what: str, *, field: str | None, index: int | None) 
     try:
         value = json.loads(text, parse_constant=_constant)
     except _NonFinite as exc:
-        raise number_error(what, f"{exc}, which is not JSON", field=field, index=index) from None
+        raise number_error(what, f"{exc} (not a JSON number)", field=field, index=index) from None
     except json.JSONDecodeError:
         raise
     except (RecursionError, ValueError) as exc:
@@ -116,7 +116,7 @@ def check_value(value: Any, what: str, *, field: str | None, index: int | None) 
             children = v
         elif isinstance(v, float):
             if not math.isfinite(v):
-                raise number_error(what, f"the number {float(v)!r}, which is not JSON", field=field, index=index)
+                raise number_error(what, f"{float(v)!r} (not a JSON number)", field=field, index=index)
             continue
         elif isinstance(v, int):
             if _SAFE_BITS and v.bit_length() > _SAFE_BITS:
