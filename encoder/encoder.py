@@ -145,7 +145,13 @@ class Encoder(Codec):
     # -- rendering -------------------------------------------------------------
     def prepare(self, conversation: Any, cot: CotPolicy | str | None = None) -> tuple[Conversation, list[int]]:
         """Normalised, validated conversation and the indices of the messages to render."""
-        given = self.format.read(conversation, self.message_shape)
+        try:
+            given = self.format.read(conversation, self.message_shape)
+        except (RecursionError, ValueError) as exc:  # a value too deep / a number too long: typed (jsonlimits)
+            typed = pathology(exc, "the conversation")
+            if typed is None:
+                raise
+            raise typed from None
         policy = self.cot if cot is None else self._cot(cot)
         if self.format.inline_reasoning:  # reasoning joins its answer's frame: the CoT policy applies first
             pre = cot_dropped(given.messages, policy)
