@@ -131,3 +131,27 @@ def check_value(value: Any, what: str, *, field: str | None, index: int | None) 
         if depth >= MAX_DEPTH:
             raise depth_error(what, field=field, index=index)
         stack.extend((c, depth + 1) for c in children)
+
+
+def tree_excess(value: Any, *, max_nodes: int, max_depth: int, max_string: int) -> str | None:
+    """What first exceeds the bounds in ``value`` (values, keys included, counted at each use, so
+    shared references such as YAML aliases count as often as they appear), or None.  Iterative,
+    and it stops at the first excess: a bomb of billions of values costs ``max_nodes`` steps."""
+    stack: list[tuple[Any, int, str]] = [(value, 0, "")]
+    nodes = 0
+    while stack:
+        v, depth, where = stack.pop()
+        nodes += 1
+        if nodes > max_nodes:
+            return f"more than {max_nodes:,} values"
+        if isinstance(v, str) and len(v) > max_string:
+            return f"{where or 'a value'} is a string of {len(v):,} characters, over the limit of {max_string:,}"
+        items: Any = v.items() if isinstance(v, Mapping) else enumerate(v) if isinstance(v, list) else ()
+        if items and depth >= max_depth:
+            return f"values nested more than {max_depth} levels deep"
+        for k, child in items:
+            name = (k if len(k) <= 40 else k[:37] + "...") if isinstance(k, str) else f"<{type(k).__name__}>"
+            stack.append((child, depth + 1, f"{where}.{name}" if where else name))
+            if isinstance(v, Mapping):
+                stack.append((k, depth + 1, where))
+    return None

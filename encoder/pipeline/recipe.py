@@ -38,20 +38,15 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..jsonlimits import loads_record, pathology
-from ocml.vocab.errors import excerpt
+from ..errors import InputError, excerpt
+from ..jsonlimits import loads_record, pathology, tree_excess
 from ..packing.packed import Overlong
 from .options import DEFAULT_MAX_BAD_FRACTION, DEFAULT_WINDOW, PackOptions, check, resolve_overlong
 from .readers import MAX_LINE_BYTES
 
 DEDUP_MODES = ("off", "exact")
-# Bounds on a recipe, checked before anything reads it (a 500-byte YAML alias bomb expands to
-# billions of nodes; each alias is counted each time it is used, so a bomb fails in milliseconds).
-MAX_RECIPE_BYTES = 16 << 20   # the file
-MAX_RECIPE_NODES = 100_000    # values, aliases expanded
-MAX_RECIPE_DEPTH = 32         # nesting
-MAX_RECIPE_STRING = 4096      # characters of one string (a path, a name)
+# Bounds on a recipe, checked before anything reads it (a 500-byte YAML alias bomb is billions of values).
+MAX_RECIPE_BYTES, MAX_RECIPE_NODES, MAX_RECIPE_DEPTH, MAX_RECIPE_STRING = 16 << 20, 100_000, 32, 4096
 OUTPUT_CHOICES = ("parquet", "npy", "both", "megatron")
 OVERLONG_CHOICES = ("split", "truncate", "drop")
 _GLOB_CHARS = set("*?[")
@@ -298,33 +293,11 @@ def read_recipe_file(path: str | Path) -> dict[str, Any]:
 
 
 def _check_bounds(data: Any, path: str) -> None:
-    """``MAX_RECIPE_NODES`` values (YAML aliases counted at each use), ``MAX_RECIPE_DEPTH`` levels,
-    strings of ``MAX_RECIPE_STRING`` characters: walked iteratively, stopping at the first excess."""
-    stack: list[tuple[Any, int, str]] = [(data, 0, "")]
-    nodes = 0
-    while stack:
-        value, depth, where = stack.pop()
-        nodes += 1
-        if nodes > MAX_RECIPE_NODES:
-            raise RecipeError(f"{path}: more than {MAX_RECIPE_NODES:,} values (YAML aliases counted where used)",
-                              field="--recipe", hint="a recipe is a few keys and a list of sources; "
-                                                     "is it a YAML alias bomb?")
-        if isinstance(value, str) and len(value) > MAX_RECIPE_STRING:
-            raise RecipeError(f"{path}: {where or 'a value'} is a string of {len(value):,} characters, over the "
-                              f"limit of {MAX_RECIPE_STRING:,}", field=_short(where) or "--recipe")
-        children: Any = (value.items() if isinstance(value, Mapping) else
-                         enumerate(value) if isinstance(value, list) else ())
-        if children and depth >= MAX_RECIPE_DEPTH:
-            raise RecipeError(f"{path}: values nested more than {MAX_RECIPE_DEPTH} levels deep", field="--recipe")
-        for k, v in children:
-            stack.append((v, depth + 1, f"{where}.{_short(str(k))}" if where else _short(str(k))))
-            if isinstance(value, Mapping):
-                stack.append((k, depth + 1, where))  # keys are values too (a key may be a huge string)
-
-
-def _short(text: str, limit: int = 64) -> str:
-    """``text`` cut to ``limit`` characters for a message or a field name."""
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    """The recipe bounds above, walked before anything else reads ``data``."""
+    excess = tree_excess(data, max_nodes=MAX_RECIPE_NODES, max_depth=MAX_RECIPE_DEPTH, max_string=MAX_RECIPE_STRING)
+    if excess:
+        raise RecipeError(f"{path}: {excess}", field="--recipe", hint="a recipe is a few keys and a list of "
+                          "sources (YAML aliases count where they are used: is it an alias bomb?)")
 
 
 def _relative_to(data: dict[str, Any], base: Path) -> dict[str, Any]:
@@ -356,7 +329,7 @@ def _unknown(key: str, known: tuple[str, ...], where: str, other: tuple[str, ...
         hint = f"did you mean {near[0]!r}?"
     else:
         hint = "known keys: " + ", ".join(sorted(known))
-    return RecipeError(f"unknown key {excerpt(key)} {where}", field=_short(key), hint=hint)
+    return RecipeError(f"unknown key {excerpt(key)} {where}", field=key[:64], hint=hint)
 
 
 def _check_type(key: str, value: Any, where: str) -> None:
