@@ -27,7 +27,7 @@ from .cot import dropped as cot_dropped, parse_cot
 from .errors import InputError, InputTypeError, OcmlError
 from .formats import format_class
 from .gcpolicy import rendering
-from .jsonlimits import pathology
+from .jsonlimits import reraise
 from .inputs import layout as record_layout
 from .inputs.shapes import RECORD_SHAPES, ShapeOptions
 from .masks import MaskPolicy
@@ -148,10 +148,7 @@ class Encoder(Codec):
         try:
             given = self.format.read(conversation, self.message_shape)
         except (RecursionError, ValueError) as exc:  # a value too deep / a number too long: typed (jsonlimits)
-            typed = pathology(exc, "the conversation")
-            if typed is None:
-                raise
-            raise typed from None
+            reraise(exc, "the conversation")
         policy = self.cot if cot is None else self._cot(cot)
         if self.format.inline_reasoning:  # reasoning joins its answer's frame: the CoT policy applies first
             pre = cot_dropped(given.messages, policy)
@@ -178,10 +175,7 @@ class Encoder(Codec):
                 return record_layout.layout_record(self, conversation, mode, cot, mask)
             return self._layout_conversation(conversation, mode, cot, mask)
         except (RecursionError, ValueError) as exc:  # a value too deep / a number too long: typed (jsonlimits)
-            typed = pathology(exc, "the conversation")
-            if typed is None:
-                raise
-            raise typed from None
+            reraise(exc, "the conversation")
 
     def _layout_conversation(self, conversation: Any, mode: Mode, cot: CotPolicy | str | None,
                              mask: MaskPolicy | None) -> RenderJob:

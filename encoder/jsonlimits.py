@@ -23,7 +23,7 @@ import json
 import math
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from .errors import InputError, OcmlError
 
@@ -59,6 +59,16 @@ def pathology(exc: BaseException, what: str = "the value", *, field: str | None 
     return None
 
 
+def reraise(exc: BaseException, what: str = "the value", *, field: str | None = None,
+            index: int | None = None) -> NoReturn:
+    """Raise the typed error for ``exc`` (``pathology``), or ``exc`` itself when it is no pathology.
+    For ``except (RecursionError, ValueError) as exc: reraise(exc, ...)`` at an entry point."""
+    typed = pathology(exc, what, field=field, index=index)
+    if typed is None:
+        raise exc
+    raise typed from None
+
+
 def loads_record(text: str | bytes, what: str = "the JSON text", *, field: str | None = None,
                  index: int | None = None) -> Any:
     """``json.loads`` with its pathologies typed (``json.JSONDecodeError`` passes through, for
@@ -68,10 +78,7 @@ def loads_record(text: str | bytes, what: str = "the JSON text", *, field: str |
     except json.JSONDecodeError:
         raise
     except (RecursionError, ValueError) as exc:
-        err = pathology(exc, what, field=field, index=index)
-        if err is None:
-            raise
-        raise err from None
+        reraise(exc, what, field=field, index=index)
 
 
 def _constant(name: str) -> Any:
@@ -92,10 +99,7 @@ def loads_strict(text: str, what: str, *, field: str | None, index: int | None) 
     except json.JSONDecodeError:
         raise
     except (RecursionError, ValueError) as exc:
-        err = pathology(exc, what, field=field, index=index)
-        if err is None:
-            raise
-        raise err from None
+        reraise(exc, what, field=field, index=index)
     check_value(value, what, field=field, index=index)
     return value
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import InputError
-from ..jsonlimits import loads_record, pathology
+from ..jsonlimits import loads_record, reraise
 from ..messages import Conversation, Message, Options
 from .chat import Calls, message
 from .options import read_options
@@ -27,10 +27,7 @@ def to_conversation(obj: Any, style: ChatStyle = DEFAULT_STYLE, shape: Shape = "
     try:
         return _read(obj, style, shape)
     except (RecursionError, ValueError) as exc:
-        typed = pathology(exc, "the conversation")
-        if typed is None:
-            raise
-        raise typed from None
+        reraise(exc, "the conversation")
 
 
 def _read(obj: Any, style: ChatStyle, shape: Shape) -> Conversation:

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, excerpt
-from ..jsonlimits import loads_record, pathology, tree_excess
+from ..jsonlimits import loads_record, reraise, tree_excess
 from ..packing.packed import Overlong
 from .options import DEFAULT_MAX_BAD_FRACTION, DEFAULT_WINDOW, PackOptions, check, resolve_overlong
 from .readers import MAX_LINE_BYTES
@@ -277,10 +277,7 @@ def read_recipe_file(path: str | Path) -> dict[str, Any]:
             raise RecipeError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})", field="--recipe",
                               hint="check the indentation; JSON is accepted too") from None
         except (RecursionError, ValueError) as exc:  # nested past Python's stack, an int past its digit limit
-            typed = pathology(exc, f"recipe {path}", field="--recipe")
-            if typed is None:
-                raise
-            raise typed from None
+            reraise(exc, f"recipe {path}", field="--recipe")
     if isinstance(data, Mapping) and isinstance(data.get("recipe"), Mapping):
         # A manifest.json (or any wrapper) holding the resolved recipe ("recipe" is no recipe key;
         # a manifest's own "sources" is its provenance table, not the recipe's sources).
