@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import InputError
-from ..jsonlimits import check_value
+from ..jsonlimits import check_schema
 from ..messages import Options
 from .suggest import suggest
 from .values import as_str, decoded
@@ -103,5 +103,5 @@ def tool_def(t: Any, i: int, field: str = "tools") -> dict[str, Any]:
     if params is not None and not isinstance(params, Mapping):
         raise InputError(f"tool {i}'s parameters must be a JSON Schema object", field=f"{field}[{i}].parameters")
     if params:  # every format walks or writes it as JSON: depth and numbers bounded (jsonlimits)
-        check_value(params, f"tool {i}'s parameters", field=f"{field}[{i}].parameters", index=None)
+        check_schema(params, f"tool {i}'s parameters", field=f"{field}[{i}].parameters")
     return {"name": as_str(t["name"]), "description": as_str(desc) or "", "parameters": params}
