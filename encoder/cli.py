@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError, OcmlError
+from .jsonlimits import loads_record
 
 EXIT_OK = 0
 EXIT_FAILED = 1        # --strict met a bad record; too many bad records; a run failed after it started
@@ -87,7 +88,7 @@ def load_conversation(path: str, line: int | None = None, *, messages_field: str
     if not text.strip():
         raise InputError(f"{path} is empty", code="E-INPUT-JSON", field="FILE")
     try:
-        obj = json.loads(text)
+        obj = loads_record(text, path, field="FILE")  # too deep / too long a number: typed (jsonlimits)
     except json.JSONDecodeError as exc:
         records = [ln for ln in text.splitlines() if ln.strip()]
         if exc.msg == "Extra data" and len(records) > 1 and _all_json(records[:3]):
@@ -104,8 +105,8 @@ def load_conversation(path: str, line: int | None = None, *, messages_field: str
 def _all_json(lines: list[str]) -> bool:
     try:
         for ln in lines:
-            json.loads(ln)
-    except ValueError:
+            loads_record(ln)
+    except ValueError:  # typed pathologies included
         return False
     return True
 

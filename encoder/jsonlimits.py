@@ -42,7 +42,7 @@ NUMBER_HINT = ("JSON numbers are finite (no NaN / Infinity) and ocml writes inte
 def depth_error(what: str, *, field: str | None, index: int | None, limit: int | None = MAX_DEPTH) -> InputError:
     deeper = f"more than {limit} levels deep" if limit else "too deep for Python's parser (about 1,000 levels)"
     return InputError(f"objects / arrays nested {deeper} in {what}", code="E-INPUT-DEPTH", field=field, index=index,
-                      hint=DEPTH_HINT)
+                      hint=DEPTH_HINT if limit else "flatten the value; no conversation nests this deep")
 
 
 def number_error(what: str, detail: str, *, field: str | None, index: int | None) -> InputError:

@@ -162,8 +162,8 @@ def _hidden(rel: Path) -> bool:
 
 def _json_file(path: Path, raw: str) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError) as exc:
+        data = loads_record(path.read_bytes(), str(path))
+    except (OSError, ValueError) as exc:  # typed pathologies (jsonlimits) included
         raise input_error(f"{path}: unreadable ({exc})", raw) from None
     return data if isinstance(data, dict) else {}
 
