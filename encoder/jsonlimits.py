@@ -7,14 +7,18 @@ they become ``E-INPUT-DEPTH`` / ``E-INPUT-NUMBER`` (``pathology``), the same in 
 in ``ocml pack`` (where the record goes to ``errors.jsonl`` and counts against
 ``--max-bad-fraction``).
 
-- ``MAX_DEPTH`` (128 levels of objects / arrays, serde_json's limit, which openai-harmony's
-  Rust parser applies too) bounds what ocml walks or writes as JSON: tool-call arguments,
-  tool schemas (``parameters``) and bodies constrained to JSON (``check_value``); deeper is
-  ``E-INPUT-DEPTH``.  Other JSON text (a record line, a ``messages`` column) is only parsed:
-  it fails as ``E-INPUT-DEPTH`` where Python's parser gives up (about 1,000 levels).
+- ``MAX_DEPTH`` (128 levels of objects / arrays, serde_json's default recursion limit) bounds
+  what ocml walks or writes as JSON: tool-call arguments, tool schemas (``parameters``; a schema
+  that passed is remembered by content, ``check_schema``) and bodies constrained to JSON
+  (``check_value``); deeper is ``E-INPUT-DEPTH``.  Other JSON text (a record line, a
+  ``messages`` column) is only parsed: it fails as ``E-INPUT-DEPTH`` where Python's parser
+  gives up (about 1,000 levels), and the entry points (``Encoder.render`` / ``render_batch`` /
+  ``prepare``, ``to_conversation``) turn any ``RecursionError`` left into the same code (``reraise``).
 - Numbers: tool-call arguments, tool schemas and JSON bodies hold no NaN / Infinity (JSON has
   none; ``json.dumps`` would write ``NaN``, which no JSON parser reads) and no integer over
   4,300 digits: ``E-INPUT-NUMBER``.
+- ``tree_excess``: bounds on a whole tree (values with shared references counted at each use,
+  depth, string length) for inputs that are small by nature (recipes).
 """
 
 from __future__ import annotations
