@@ -60,6 +60,16 @@ def test_complete_and_concatenated_streams_read_every_record(tmp_path: Path, cod
     assert _records(one) == N and _records(two) == N
 
 
+def test_zstd_skippable_frames_are_read_past(tmp_path: Path) -> None:
+    import struct
+
+    data = _lines()
+    skip = struct.pack("<II", 0x184D2A50, 4) + b"meta"  # what pzstd and seekable zstd write
+    path = tmp_path / "skip.jsonl.zst"
+    path.write_bytes(skip + _zstd(data[:1000]) + skip + _zstd(data[1000:]))
+    assert _records(path) == N
+
+
 @pytest.mark.parametrize("codec", list(COMPRESS))
 @pytest.mark.parametrize("cut", ["half", "head", "last-byte"])
 def test_a_truncated_stream_is_a_typed_error_naming_file_and_byte(tmp_path: Path, codec: str, cut: str) -> None:

@@ -45,7 +45,22 @@ class DamagedInput(InputError):
 
 def codec_of(head: bytes) -> str | None:
     """The compression of a file starting with ``head`` (its first 8 bytes), or None."""
+    if _zstd_skippable(head):
+        return "zst"  # a skippable frame first (pzstd, seekable zstd)
     return next((c for c, m in MAGIC.items() if head.startswith(m)), None)
+
+
+def _zstd_skippable(data: bytes) -> bool:
+    """A zstd skippable frame's magic (``0x184D2A50`` to ``0x184D2A5F``, little-endian)."""
+    return len(data) >= 4 and data[1:4] == b"\x2a\x4d\x18" and 0x50 <= data[0] <= 0x5F
+
+
+def _starts_member(codec: str, data: bytes) -> bool:
+    """Can ``data`` (possibly only a few bytes) be the start of another member / frame?"""
+    magic = MAGIC[codec]
+    if len(data) < len(magic):
+        return magic.startswith(data) or (codec == "zst" and len(data) < 4)
+    return data.startswith(magic) or (codec == "zst" and _zstd_skippable(data))
 
 
 class _Step:
@@ -129,7 +144,7 @@ class DecompressedReader(io.RawIOBase):
                 return b""
             self.pending = self.pending.lstrip(b"\x00")
             self.member_at = self.read_to - len(self.pending)
-            if not self.pending.startswith(MAGIC[self.codec][:len(self.pending)]):
+            if not _starts_member(self.codec, self.pending):
                 raise self._damaged(False, self.member_at, f"bytes after the last {_NAMES[self.codec]} are not "
                                     f"another {_NAMES[self.codec]}")
             self.dec = _Step(self.codec)
