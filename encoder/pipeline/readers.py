@@ -1,9 +1,10 @@
 """Input files -> chunks of raw records, streamed with bounded memory.
 
 What an input is, is decided by its bytes (extensions only break ties):
-gzip / zstd / bzip2 / xz magic -> decompressed on the fly (``streams``: a truncated or corrupt
-stream is ``E-INPUT-TRUNCATED`` / ``E-INPUT-CORRUPT``, never a quiet end); ``PAR1`` -> Parquet; Arrow IPC (stream or
-file) -> Arrow, as written by ``datasets.Dataset.save_to_disk``; text -> JSON Lines when
+gzip / zstd / bzip2 / xz magic -> decompressed on the fly (``streams``: a truncated or
+corrupt stream is ``E-INPUT-TRUNCATED`` / ``E-INPUT-CORRUPT``, never a quiet end); ``PAR1`` ->
+Parquet; Arrow IPC (stream or file) -> Arrow, as written by ``datasets.Dataset.save_to_disk``
+(a stream without its end-of-stream marker is truncated); text -> JSON Lines when
 its first non-empty line is one JSON value, else one JSON document (an array of records
 or a single record: what people mean when they pass a ``.json`` file).  A folder is a
 ``save_to_disk`` dataset (``state.json``; a ``DatasetDict`` uses its ``train`` split) or a

@@ -183,4 +183,5 @@ class DecompressedReader(io.RawIOBase):
 
 def open_compressed(path: Any, codec: str, display: str) -> IO[bytes]:
     """A buffered binary reader of the decompressed bytes (``readline`` and iteration work)."""
-    return io.BufferedReader(DecompressedReader(path, codec, display), buffer_size=1 << 20)  # type: ignore[return-value]
+    raw = DecompressedReader(path, codec, display)
+    return io.BufferedReader(raw, buffer_size=1 << 20)  # type: ignore[return-value]
