@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import InputError
-from ..jsonlimits import check_schema
+from ..jsonlimits import check_tools
 from ..messages import Options
 from .suggest import suggest
 from .values import as_str, decoded
@@ -52,6 +52,7 @@ def read_options(d: Mapping[str, Any]) -> Options:
         if not isinstance(tools, Sequence) or isinstance(tools, (str, bytes)):
             raise InputError(f"{field!r} must be a list of tool definitions, got {type(tools).__name__}", field=field)
         tools = tuple(tool_def(t, i, field) for i, t in enumerate(tools))
+        check_tools(tools, field)  # every format walks or writes the schemas: depth and numbers bounded
     builtin = decoded(d.get("builtin_tools"), "builtin_tools")
     if builtin is not None:
         if isinstance(builtin, str) or not isinstance(builtin, Sequence) or not all(isinstance(b, str) for b in builtin):
@@ -102,6 +103,4 @@ def tool_def(t: Any, i: int, field: str = "tools") -> dict[str, Any]:
     params = decoded(t.get("parameters"), f"{field}[{i}].parameters")
     if params is not None and not isinstance(params, Mapping):
         raise InputError(f"tool {i}'s parameters must be a JSON Schema object", field=f"{field}[{i}].parameters")
-    if params:  # every format walks or writes it as JSON: depth and numbers bounded (jsonlimits)
-        check_schema(params, f"tool {i}'s parameters", field=f"{field}[{i}].parameters")
     return {"name": as_str(t["name"]), "description": as_str(desc) or "", "parameters": params}
