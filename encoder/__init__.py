@@ -38,7 +38,8 @@ Layout: every folder has one job (the repository's ``encoder/`` and ``vocab/`` i
                            megatron), resume, report, provenance; recipes (recipe, recipe_run and its
                            recipe_plan, recipe_spools, recipe_report: a plain run is a one-source
                            recipe); run (the one-pass streaming driver: ``--no-shuffle``, preference /
-                           KTO rows); readback for ``ocml inspect``
+                           KTO rows); streams (compressed inputs that tell damage from their end);
+                           readback for ``ocml inspect``
   encoder/integrations/    stages for the data engines people run: HF ``datasets``, Ray Data (render,
                            pack, a recipe's rules on rendered rows)
   encoder/stream/          sampled ids -> typed events, incrementally: decoder (one stream), batch
@@ -58,7 +59,8 @@ Top-level modules of ``encoder/``, by job:
   render      render (pieces -> ids, mask, message index), textenc (text pieces -> ids), runs
               (whole-run encoding), sections (system/developer section cache), masks (loss-mask
               policies), cot (which reasoning a render keeps), reasoning (ChatML's ``reasoning=``),
-              arguments (tool-call arguments), prefill (an open last assistant message)
+              arguments (tool-call arguments), jsonlimits (depth and number limits on the values ocml
+              walks), prefill (an open last assistant message)
   read back   frames (the frame machine), parse (ids -> messages), transcript (``to_text`` /
               ``parse_text``), interchange (2.2 section 10 JSON)
   serving     openai_message (``to_openai``), openai_chunks (stream chunks), stops (what a sampler

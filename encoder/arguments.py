@@ -17,8 +17,10 @@ import json
 from typing import Any
 
 from .errors import BodyConstraintError, InputError
+from .jsonlimits import check_value, loads_strict
 
 ARGS_HINT = "arguments are JSON text (json.dumps(args)) or a dict; '{}' for a call without arguments"
+ARGS = "tool-call arguments"
 
 
 def arguments_text(value: Any, *, index: int | None, field: str) -> str:
@@ -28,18 +30,20 @@ def arguments_text(value: Any, *, index: int | None, field: str) -> str:
         return ""
     if isinstance(value, str):
         return value if type(value) is str else str.__str__(value)
+    check_value(value, ARGS, field=field, index=index)  # depth, NaN, huge ints: typed (jsonlimits)
     try:
-        return json.dumps(value, ensure_ascii=False)
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InputError(f"arguments cannot be written as JSON ({exc})", index=index, field=field,
                          hint=ARGS_HINT) from None
 
 
 def check_json(text: str, *, index: int | None, field: str = "content", what: str = "body") -> None:
-    """``text`` must be JSON (``E-BODY-CONSTRAINT-VIOLATION`` otherwise)."""
+    """``text`` must be JSON (``E-BODY-CONSTRAINT-VIOLATION`` otherwise), within ``jsonlimits``'
+    bounds (``E-INPUT-DEPTH`` / ``E-INPUT-NUMBER``: no NaN / Infinity, which JSON has not)."""
     try:
-        json.loads(text)
-    except ValueError as exc:
+        loads_strict(text, what, field=field, index=index)
+    except json.JSONDecodeError as exc:
         reason = "is empty" if not text.strip() else f"is not valid JSON ({exc})"
         raise BodyConstraintError(f"{what} {reason}", index=index, field=field,
                                   hint=ARGS_HINT if what != "body" else "fix the JSON or drop the json content type"

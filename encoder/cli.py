@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError, OcmlError
+from .jsonlimits import loads_record
 
 EXIT_OK = 0
 EXIT_FAILED = 1        # --strict met a bad record; too many bad records; a run failed after it started
@@ -29,7 +30,7 @@ EPILOG = """exit codes:
        records were bad, or a run failed after it started (a worker died, the disk is
        full); rerun the same command to resume
   2    usage or input error: bad option, missing / unreadable / non-UTF-8 / non-JSON input,
-       an --out folder that holds something else
+       a truncated or corrupt input file, an --out folder that holds something else
   130  interrupted (Ctrl-C); ocml pack resumes when rerun
   141  standard output was closed early (e.g. ocml render ... | head)
 """
@@ -87,7 +88,7 @@ def load_conversation(path: str, line: int | None = None, *, messages_field: str
     if not text.strip():
         raise InputError(f"{path} is empty", code="E-INPUT-JSON", field="FILE")
     try:
-        obj = json.loads(text)
+        obj = loads_record(text, path, field="FILE")  # too deep / too long a number: typed (jsonlimits)
     except json.JSONDecodeError as exc:
         records = [ln for ln in text.splitlines() if ln.strip()]
         if exc.msg == "Extra data" and len(records) > 1 and _all_json(records[:3]):
@@ -104,8 +105,8 @@ def load_conversation(path: str, line: int | None = None, *, messages_field: str
 def _all_json(lines: list[str]) -> bool:
     try:
         for ln in lines:
-            json.loads(ln)
-    except ValueError:
+            loads_record(ln)
+    except ValueError:  # typed pathologies included
         return False
     return True
 
@@ -194,6 +195,7 @@ def _cmd_pack(args: argparse.Namespace) -> int:
         progress=args.progress,
         pad_to_multiple_of=args.pad_to_multiple_of, seq_idx=args.seq_idx,
         max_bad_fraction=args.max_bad_fraction, keep_untrained=args.keep_untrained,
+        max_line_bytes=args.max_line_bytes,
         shape=args.shape, fields=tuple(args.field), completion_only_loss=args.completion_only_loss,
         string_prompt=args.string_prompt, pair_columns=args.pair_columns)
     try:
@@ -284,6 +286,7 @@ def _pack_options(p: argparse.ArgumentParser) -> None:
     from .messages import CotPolicy
 
     from .pipeline.options import DEFAULT_MAX_BAD_FRACTION, DEFAULT_WINDOW
+    from .pipeline.readers import MAX_LINE_BYTES
     from .pipeline.workers import default_workers
 
     cpus = default_workers()
@@ -326,6 +329,9 @@ def _pack_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-bad-fraction", type=float, default=DEFAULT_MAX_BAD_FRACTION, metavar="F",
                    help="fail (exit 1, with the top error codes) when more than this fraction of the records is "
                         "bad; checked after the first 1,000 records and at the end (default %(default)s)")
+    p.add_argument("--max-line-bytes", type=int, default=MAX_LINE_BYTES, metavar="N",
+                   help="a JSON Lines line longer than this is a bad record (E-INPUT-LINE-TOO-LONG, skipped without "
+                        "reading it into memory; default %(default)s = 64 MiB)")
     p.add_argument("--keep-untrained", action="store_true",
                    help="keep documents with nothing to train (no messages, no assistant message, or all masked "
                         "by --mask); by default they are skipped, counted in the report and listed in "

@@ -27,6 +27,7 @@ from .cot import dropped as cot_dropped, parse_cot
 from .errors import InputError, InputTypeError, OcmlError
 from .formats import format_class
 from .gcpolicy import rendering
+from .jsonlimits import reraise
 from .inputs import layout as record_layout
 from .inputs.shapes import RECORD_SHAPES, ShapeOptions
 from .masks import MaskPolicy
@@ -144,7 +145,10 @@ class Encoder(Codec):
     # -- rendering -------------------------------------------------------------
     def prepare(self, conversation: Any, cot: CotPolicy | str | None = None) -> tuple[Conversation, list[int]]:
         """Normalised, validated conversation and the indices of the messages to render."""
-        given = self.format.read(conversation, self.message_shape)
+        try:
+            given = self.format.read(conversation, self.message_shape)
+        except (RecursionError, ValueError) as exc:  # a value too deep / a number too long: typed (jsonlimits)
+            reraise(exc, "the conversation")
         policy = self.cot if cot is None else self._cot(cot)
         if self.format.inline_reasoning:  # reasoning joins its answer's frame: the CoT policy applies first
             pre = cot_dropped(given.messages, policy)
@@ -165,10 +169,13 @@ class Encoder(Codec):
 
     def _layout(self, conversation: Any, mode: Mode, cot: CotPolicy | str | None,
                 mask: MaskPolicy | None) -> RenderJob:
-        if type(conversation) is not list and record_layout.wants(self, conversation):
-            # prompt/completion, Alpaca, text records (encoder.inputs)
-            return record_layout.layout_record(self, conversation, mode, cot, mask)
-        return self._layout_conversation(conversation, mode, cot, mask)
+        try:
+            if type(conversation) is not list and record_layout.wants(self, conversation):
+                # prompt/completion, Alpaca, text records (encoder.inputs)
+                return record_layout.layout_record(self, conversation, mode, cot, mask)
+            return self._layout_conversation(conversation, mode, cot, mask)
+        except (RecursionError, ValueError) as exc:  # a value too deep / a number too long: typed (jsonlimits)
+            reraise(exc, "the conversation")
 
     def _layout_conversation(self, conversation: Any, mode: Mode, cot: CotPolicy | str | None,
                              mask: MaskPolicy | None) -> RenderJob:

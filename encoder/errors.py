@@ -15,10 +15,11 @@ from ocml.vocab.errors import (  # noqa: F401
     UnknownNameError,
     UnrepresentableError,
     VocabError,
+    excerpt,
 )
 
 __all__ = [
     "BodyConstraintError", "CallSchemaError", "ChannelMissingError", "DependencyError", "HeaderError",
     "InputError", "InputIndexError", "InputTypeError", "OcmlError", "ParseError", "StreamError", "UnknownNameError", "UnrepresentableError",
-    "VocabError",
+    "VocabError", "excerpt",
 ]

@@ -150,3 +150,140 @@ def test_vocab_loaders_name_the_argument(case):
     with pytest.raises(OcmlError) as info:
         call()
     assert (info.value.code, info.value.field) == (code, field), info.value
+
+
+# -- one value's pathology (issue 25): depth, huge integers, NaN -> E-INPUT-DEPTH / E-INPUT-NUMBER ------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from ocml.encoder.adapters import to_conversation  # noqa: E402
+from ocml.encoder.jsonlimits import MAX_DEPTH  # noqa: E402
+
+PATHOLOGY_FORMATS = ["openchatml-2.2", "openchatml-2.0", "harmony", "chatml", "apertus"]
+_TOOL = {"type": "function", "function": {"name": "get", "parameters": {"type": "object"}}}
+
+
+def _nested(depth, leaf=1, kind="list"):
+    v = leaf
+    for _ in range(depth):
+        v = [v] if kind == "list" else {"a": v}
+    return v
+
+
+def _with_args(args, tools=(_TOOL,), content=None):
+    conv = {"messages": [{"role": "user", "content": "where?"},
+                         {"role": "assistant", "content": content,
+                          "tool_calls": [{"type": "function", "function": {"name": "get", "arguments": args}}]}]}
+    if tools is not None:
+        conv["tools"] = tools if isinstance(tools, str) else list(tools)
+    return conv
+
+
+def _with_schema(params):
+    return {"messages": [{"role": "user", "content": "hi"}],
+            "tools": [{"type": "function", "function": {"name": "get", "parameters": params}}]}
+
+
+BIG_TEXT = "9" * 5000
+#: name -> (conversation, code); the same in every format and at every entry point
+PATHOLOGIES = {
+    "arguments dict nested 3,000 deep": (_with_args(_nested(3000, kind="dict")), "E-INPUT-DEPTH"),
+    "arguments dict nested MAX_DEPTH + 1": (_with_args(_nested(MAX_DEPTH + 1, kind="dict")), "E-INPUT-DEPTH"),
+    "arguments text nested 3,000 deep": (_with_args('{"a": ' + "[" * 3000 + "]" * 3000 + "}"), "E-INPUT-DEPTH"),
+    "arguments dict with a 5,000-digit int": (_with_args({"n": 10 ** 4999}), "E-INPUT-NUMBER"),
+    "arguments text with a 5,000-digit int": (_with_args('{"n": ' + BIG_TEXT + "}"), "E-INPUT-NUMBER"),
+    "arguments dict with NaN": (_with_args({"lat": float("nan")}), "E-INPUT-NUMBER"),
+    "arguments dict with -Infinity": (_with_args({"lat": float("-inf")}), "E-INPUT-NUMBER"),
+    "arguments text with NaN": (_with_args('{"lat": NaN}'), "E-INPUT-NUMBER"),
+    "arguments text with Infinity": (_with_args('{"lat": Infinity}'), "E-INPUT-NUMBER"),
+    "schema nested 3,000 deep": (_with_schema({"type": "object", "x": _nested(3000, kind="dict")}), "E-INPUT-DEPTH"),
+    "schema with a 5,000-digit int": (_with_schema({"type": "integer", "maximum": 10 ** 4999}), "E-INPUT-NUMBER"),
+    "schema with NaN": (_with_schema({"type": "number", "default": float("nan")}), "E-INPUT-NUMBER"),
+    "tools text with a 5,000-digit int": (
+        {**_with_schema({}), "tools": '[{"type": "function", "function": {"name": "g", "parameters": '
+                                      '{"maximum": ' + BIG_TEXT + "}}}]"}, "E-INPUT-NUMBER"),
+    "tools text nested 3,000 deep": ({**_with_schema({}), "tools": "[" * 3000 + "]" * 3000}, "E-INPUT-DEPTH"),
+    "messages text nested 3,000 deep": ({"messages": "[" * 3000 + "]" * 3000}, "E-INPUT-DEPTH"),
+    "messages text with a 5,000-digit int": ({"messages": '[{"role": "user", "content": ' + BIG_TEXT + "}]"},
+                                             "E-INPUT-NUMBER"),
+    "conversation text nested 3,000 deep": ("[" * 3000 + "]" * 3000, "E-INPUT-DEPTH"),
+}
+ENTRY_POINTS = {
+    "render": lambda e, c: e.render(c),
+    "render_batch": lambda e, c: e.render_batch([c]),
+    "render_batch collect": lambda e, c: _raise_collected(e.render_batch([{"messages": []}, c], errors="collect")),
+    "to_text": lambda e, c: e.to_text(c),
+    "to_conversation": lambda e, c: to_conversation(c),
+}
+
+
+def _raise_collected(batch):
+    assert [i for i, _ in batch.errors] == [1]
+    raise batch.errors[0][1]
+
+
+@pytest.fixture(scope="module")
+def encoders():
+    return {f: encoder.Encoder(f) for f in PATHOLOGY_FORMATS}
+
+
+@pytest.mark.parametrize("entry", list(ENTRY_POINTS))
+@pytest.mark.parametrize("fmt", PATHOLOGY_FORMATS)
+def test_a_pathological_value_is_a_typed_error_in_every_format(encoders, fmt, entry):
+    failures = []
+    for name, (conv, code) in PATHOLOGIES.items():
+        try:
+            ENTRY_POINTS[entry](encoders[fmt], conv)
+            failures.append(f"{name}: no error")
+        except OcmlError as exc:
+            if exc.code != code:
+                failures.append(f"{name}: {exc.code}")
+            elif len(str(exc)) > 600:
+                failures.append(f"{name}: a {len(str(exc))}-character message")
+        except BaseException as exc:  # noqa: BLE001 - the point: nothing untyped escapes
+            failures.append(f"{name}: {type(exc).__name__}")
+    assert not failures, failures
+
+
+@pytest.mark.parametrize("fmt", PATHOLOGY_FORMATS)
+def test_values_at_the_depth_limit_render(encoders, fmt):
+    enc = encoders[fmt]
+    enc.render(_with_args(_nested(MAX_DEPTH, kind="dict")))
+    enc.render(_with_schema(_nested(MAX_DEPTH - 1, leaf={"type": "object"}, kind="dict")))
+
+
+#: (value, its JSON text as a careless writer would give it): huge ints, non-finite floats, plain values
+_leaves = st.one_of(st.integers(4301, 6000).map(lambda n: (7 * (10 ** n - 1) // 9, "7" * n)),
+                    st.sampled_from([(float("nan"), "NaN"), (float("inf"), "Infinity"), (float("-inf"), "-Infinity")]),
+                    st.integers(-5, 5).map(lambda i: (i, str(i))), st.sampled_from([("x", '"x"'), (None, "null")]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fmt=st.sampled_from(PATHOLOGY_FORMATS), depth=st.integers(0, 2500), kind=st.sampled_from(["list", "dict"]),
+       leaf=_leaves, where=st.sampled_from(["args", "args-text", "schema", "tools-text", "messages-text"]))
+def test_random_nesting_and_numbers_never_escape_untyped(encoders, fmt, depth, kind, leaf, where):
+    """Whatever the depth (0-2,500) and the leaf, rendering is a result or an ``OcmlError``; past
+    ``MAX_DEPTH`` in what ocml walks (arguments, schemas) it is always ``E-INPUT-DEPTH`` /
+    ``E-INPUT-NUMBER``, and a bad number there always fails."""
+    value, leaf_text = leaf
+    nested = _nested(depth, value, kind)
+    text = ("[" * depth + leaf_text + "]" * depth if kind == "list"
+            else '{"a": ' * depth + leaf_text + "}" * depth)
+    conv = {"args": lambda: _with_args({"v": nested}),
+            "args-text": lambda: _with_args('{"v": ' + text + "}"),
+            "schema": lambda: _with_schema({"type": "object", "v": nested}),
+            "tools-text": lambda: {**_with_schema({}), "tools": '[{"name": "g", "parameters": {"v": ' + text + "}}]"},
+            "messages-text": lambda: {"messages": '[{"role": "user", "content": "x", "v": ' + text + "}]"},
+            }[where]()
+    walked = where != "messages-text"  # arguments and schemas are walked and written as JSON
+    bad = depth + 1 > MAX_DEPTH or leaf_text in ("NaN", "Infinity", "-Infinity") or len(leaf_text) > 4300
+    try:
+        encoders[fmt].render(conv)
+    except OcmlError as exc:
+        if walked and bad:
+            assert exc.code in ("E-INPUT-DEPTH", "E-INPUT-NUMBER"), exc
+    except BaseException as exc:  # noqa: BLE001
+        pytest.fail(f"{type(exc).__name__} escaped: {str(exc)[:200]}")
+    else:
+        assert not (walked and bad), "a value past the limits rendered"

@@ -203,3 +203,21 @@ def _iterable(value: Any) -> bool:
     except TypeError:
         return False
     return True
+
+
+EXCERPT_CHARS = 80  # the most of a bad value an error message quotes
+
+
+def excerpt(value: Any, limit: int = EXCERPT_CHARS) -> str:
+    """A bounded ``repr`` of ``value`` for an error message: at most ``limit`` characters and a few
+    items per level, whatever its size, depth or sharing (a YAML alias bomb, a 5,000-digit int)."""
+    import reprlib
+
+    r = reprlib.Repr()
+    r.maxlevel, r.maxstring, r.maxother = 3, limit, limit
+    r.maxlist = r.maxtuple = r.maxdict = r.maxset = r.maxfrozenset = r.maxdeque = 4
+    try:
+        text = r.repr(value)
+    except (ValueError, RecursionError):  # an int past Python's int-string limit, a pathological __repr__
+        text = f"<{type(value).__name__}{f' of {value.bit_length():,} bits' if isinstance(value, int) else ''}>"
+    return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import InputError
+from ..jsonlimits import check_tools
 from ..messages import Options
 from .suggest import suggest
 from .values import as_str, decoded
@@ -51,6 +52,7 @@ def read_options(d: Mapping[str, Any]) -> Options:
         if not isinstance(tools, Sequence) or isinstance(tools, (str, bytes)):
             raise InputError(f"{field!r} must be a list of tool definitions, got {type(tools).__name__}", field=field)
         tools = tuple(tool_def(t, i, field) for i, t in enumerate(tools))
+        check_tools(tools, field)  # every format walks or writes the schemas: depth and numbers bounded
     builtin = decoded(d.get("builtin_tools"), "builtin_tools")
     if builtin is not None:
         if isinstance(builtin, str) or not isinstance(builtin, Sequence) or not all(isinstance(b, str) for b in builtin):

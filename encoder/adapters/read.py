@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import InputError
+from ..jsonlimits import loads_record, reraise
 from ..messages import Conversation, Message, Options
 from .chat import Calls, message
 from .options import read_options
@@ -19,14 +20,24 @@ def to_conversation(obj: Any, style: ChatStyle = DEFAULT_STYLE, shape: Shape = "
     """Read ``obj`` as a conversation.  ``shape``: ``"auto"`` decides per conversation
     (``ocml.encoder.adapters.shape``); ``"chat"`` / ``"native"`` force a reading — use ``"native"``
     when you render prefixes of conversations written in a format's own terms (a prefix such
-    as ``[system, user]`` carries no sign of it and would otherwise read as chat data)."""
+    as ``[system, user]`` carries no sign of it and would otherwise read as chat data).
+
+    A value too deep or with too long a number is ``E-INPUT-DEPTH`` / ``E-INPUT-NUMBER``
+    (``ocml.encoder.jsonlimits``), never ``RecursionError`` / ``ValueError``."""
+    try:
+        return _read(obj, style, shape)
+    except (RecursionError, ValueError) as exc:
+        reraise(exc, "the conversation")
+
+
+def _read(obj: Any, style: ChatStyle, shape: Shape) -> Conversation:
     if isinstance(obj, Conversation):
         return obj
     if isinstance(obj, (str, bytes, bytearray)):
         try:
             if not isinstance(obj, str):
                 obj = bytes(obj).decode("utf-8")  # JSON text is UTF-8 (RFC 8259); no guessing
-            obj = json.loads(obj)
+            obj = loads_record(obj, "the conversation", field="conversation")
         except UnicodeDecodeError as exc:
             raise InputError(f"conversation bytes are not UTF-8 ({exc.reason} at byte {exc.start})",
                              code="E-INPUT-ENCODING", field="conversation",

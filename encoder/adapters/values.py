@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import InputError
+from ..jsonlimits import loads_record
 
 
 def as_str(value: Any) -> Any:
@@ -29,7 +30,7 @@ def decoded(value: Any, field: str) -> Any:
         return value  # the common case, without the ABC checks below
     if isinstance(value, (str, bytes, bytearray)):
         try:
-            return json.loads(value)
+            return loads_record(value, f"{field!r}", field=field)
         except UnicodeDecodeError as exc:
             raise InputError(f"{field!r} bytes are not UTF-8 ({exc.reason} at byte {exc.start})",
                              code="E-INPUT-ENCODING", field=field, hint="decode it with its real encoding") from None

@@ -38,12 +38,12 @@ Differences from the reference template, all deliberate:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from ..errors import CallSchemaError, InputError
+from ..jsonlimits import loads_record
 from ..grammar.roles import APERTUS as APERTUS_ROLES
 from ..grammar.text import check_text
 from ..messages import Conversation, Message
@@ -96,8 +96,8 @@ class Apertus(Format):
         the ``enable_thinking`` conversation option; the rest is the shared adapters'."""
         if isinstance(obj, str):
             try:
-                obj = json.loads(obj)
-            except ValueError:
+                obj = loads_record(obj, "the conversation", field="conversation")
+            except ValueError:  # typed pathologies (jsonlimits) included: the adapters raise the same
                 return super().read(obj, shape)  # the adapters' error
         thinking = None
         if isinstance(obj, Mapping) and "messages" in obj:

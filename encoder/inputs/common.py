@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from ..adapters.options import RECORD_OPTIONS
-from ..errors import InputError
+from ..errors import InputError, OcmlError
+from ..jsonlimits import loads_record
 
 # Record keys that are conversation options (passed on to the adapters), as in chat records.
 OPTION_KEYS = ("tools", *RECORD_OPTIONS)
@@ -25,7 +25,9 @@ def decoded(value: Any, key: str) -> Any:
     """A column value; message lists stored as JSON text (common in Parquet) are decoded."""
     if isinstance(value, str) and value[:1] == "[" and value.rstrip()[-1:] == "]":
         try:
-            parsed = json.loads(value)
+            parsed = loads_record(value, f"{key!r}", field=key)
+        except OcmlError:
+            raise
         except ValueError:
             return value
         if isinstance(parsed, list) and parsed and all(isinstance(m, Mapping) and "role" in m for m in parsed):
@@ -78,7 +80,9 @@ def options(record: Mapping[str, Any]) -> dict[str, Any]:
             continue
         if k in ("tools", "builtin_tools") and isinstance(v, str):
             try:
-                v = json.loads(v)
+                v = loads_record(v, f"{k!r}", field=k)
+            except OcmlError:
+                raise
             except ValueError:
                 raise InputError(f"{k!r} is a string but not JSON", field=k) from None
         if k == "tools" and not v:

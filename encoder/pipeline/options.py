@@ -9,6 +9,10 @@ say the same thing:
 - ``max_bad_fraction`` 0.05: a run that rejects more than 5% of its records fails (exit 1),
   decided early on a sample (``BAD_SAMPLE`` records) and again at the end.
 - ``keep_untrained`` False: a document with no trained token is dead weight in a row.
+- ``seq_len`` at most ``MAX_SEQ_LEN`` (16 Mi tokens): longer rows are no context any model
+  trains on, and a typo (``--seq-len 4096000000``) must be a usage error, not an out-of-memory kill.
+- ``max_line_bytes`` 64 MiB (``readers.MAX_LINE_BYTES``): a longer JSON Lines line is that
+  record's ``E-INPUT-LINE-TOO-LONG``, skipped without being held in memory.
 - ``window`` 10,000 documents: the packer is flushed (and the open shard saved) every
   ``window`` documents or ``epoch_tokens`` tokens, whichever comes first: a kill loses at
   most that much work, for about 0.01 points of fill (``scripts/bench_pack.py``).
@@ -22,12 +26,15 @@ from typing import Any
 
 from ..errors import InputError
 from ..packing.packed import Overlong
+from .readers import MAX_LINE_BYTES
 
 OUTPUTS = ("parquet", "npy", "megatron")
 DEFAULT_WINDOW = 10_000
 DEFAULT_EPOCH_TOKENS = 1 << 22
 DEFAULT_MAX_BAD_FRACTION = 0.05
 BAD_SAMPLE = 1_000  # records read before the early --max-bad-fraction check
+MAX_SEQ_LEN = 1 << 24  # tokens per row (16,777,216)
+MAX_LINE_LIMIT = 1 << 30  # the largest --max-line-bytes (a JSON document is read whole up to this too)
 
 
 def resolve_overlong(given: str | Overlong | None, shape: str = "auto") -> Overlong:
@@ -74,6 +81,7 @@ class PackOptions:
     epoch_tokens: int = DEFAULT_EPOCH_TOKENS
     plot: bool = True                # write lengths.png (matplotlib costs ~0.3 s a run)
     max_bad_fraction: float = DEFAULT_MAX_BAD_FRACTION
+    max_line_bytes: int = MAX_LINE_BYTES  # a longer JSON Lines line is a bad record (readers)
     keep_untrained: bool = False
     pad_to_multiple_of: int | None = None  # pad every packed document segment to a multiple of N
     seq_idx: bool = False            # add the per-token segment index column (packed)
@@ -107,6 +115,7 @@ class PackOptions:
             "pad_to_multiple_of": self.pad_to_multiple_of, "seq_idx": self.seq_idx,
             "shape": self.shape, "shape_options": repr(enc.shape_options),
             **({"reasoning": self.reasoning} if self.reasoning else {}),
+            **({"max_line_bytes": self.max_line_bytes} if self.max_line_bytes != MAX_LINE_BYTES else {}),
         }
 
 
@@ -122,12 +131,18 @@ def check(opts: PackOptions) -> None:
     if opts.workers < 0:
         raise InputError(f"--workers must be >= 0, got {opts.workers}", code="E-USAGE", field="--workers",
                          hint="0 = all cores")
-    for name, value in (("--seq-len", opts.seq_len), ("--shard-size", opts.shard_size), ("--window", opts.window)):
+    for name, value in (("--seq-len", opts.seq_len), ("--shard-size", opts.shard_size), ("--window", opts.window),
+                        ("--max-line-bytes", opts.max_line_bytes)):
         if value is not None and value < 1:
             raise InputError(f"{name} must be >= 1, got {value}", code="E-USAGE", field=name)
     if not 0.0 <= opts.wait_lock < float("inf"):
         raise InputError(f"--wait-lock must be a number of seconds >= 0, got {opts.wait_lock}", code="E-USAGE",
                          field="--wait-lock", hint="0 (the default) = refuse at once when another run holds --out")
+    for name, value, limit, what in (("--seq-len", opts.seq_len, MAX_SEQ_LEN, "tokens per row"),
+                                     ("--max-line-bytes", opts.max_line_bytes, MAX_LINE_LIMIT, "bytes")):
+        if value is not None and value > limit:
+            raise InputError(f"{name} {value:,} is over the limit of {limit:,} {what}", code="E-USAGE", field=name,
+                             hint=f"{name} N with N <= {limit:,}")
     if not 0.0 <= opts.max_bad_fraction <= 1.0:
         raise InputError(f"--max-bad-fraction must be in [0, 1], got {opts.max_bad_fraction}", code="E-USAGE",
                          field="--max-bad-fraction", hint="e.g. 0.05 (5%); 1 = never fail on bad records")

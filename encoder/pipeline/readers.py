@@ -1,8 +1,10 @@
 """Input files -> chunks of raw records, streamed with bounded memory.
 
 What an input is, is decided by its bytes (extensions only break ties):
-gzip / zstd magic -> decompressed on the fly; ``PAR1`` -> Parquet; Arrow IPC (stream or
-file) -> Arrow, as written by ``datasets.Dataset.save_to_disk``; text -> JSON Lines when
+gzip / zstd / bzip2 / xz magic -> decompressed on the fly (``streams``: a truncated or
+corrupt stream is ``E-INPUT-TRUNCATED`` / ``E-INPUT-CORRUPT``, never a quiet end); ``PAR1`` ->
+Parquet; Arrow IPC (stream or file) -> Arrow, as written by ``datasets.Dataset.save_to_disk``
+(a stream without its end-of-stream marker is truncated); text -> JSON Lines when
 its first non-empty line is one JSON value, else one JSON document (an array of records
 or a single record: what people mean when they pass a ``.json`` file).  A folder is a
 ``save_to_disk`` dataset (``state.json``; a ``DatasetDict`` uses its ``train`` split) or a
@@ -14,15 +16,21 @@ JSON and Arrow happens in the workers.  Every record has a *location* inside its
 (0-based) in Parquet / Arrow.  Record k of a chunk is at ``chunk.first + k``.
 
 Memory: one chunk holds at most ``chunk_records`` records or about ``chunk_bytes`` bytes
-of input (a single record larger than that is one chunk); a JSON document (not JSONL) is
+of input (a single record larger than that is one chunk); a JSON Lines line is read up to
+``max_line_bytes`` (``MAX_LINE_BYTES``, 64 MiB, by default): a longer line is skipped without
+holding it and becomes that record's ``E-INPUT-LINE-TOO-LONG``; a JSON document (not JSONL) is
 read whole, so its size is the bound (refused above ``JSON_DOCUMENT_MAX``).
+
+Only regular files are read: a FIFO, a device (``/dev/zero``) or a socket is refused
+(``E-INPUT-FILE``), because an input is read more than once (sniffed, fingerprinted from its
+head and tail, then read; seeked into on resume) and a pipe can be read only once.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -30,12 +38,14 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..adapters.options import RECORD_OPTIONS
-from ..errors import InputError
+from ..errors import InputError, OcmlError
+from ..jsonlimits import loads_record
+from .streams import DamagedInput, codec_of, open_compressed
 
 JSON_DOCUMENT_MAX = 1 << 30  # a JSON (not JSONL) document is parsed whole: refuse above 1 GiB
-_MAGIC = {b"\x1f\x8b": "gz", b"\x28\xb5\x2f\xfd": "zst"}
-_TEXT_EXT = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz", ".jsonl.zst", ".ndjson.zst",
-             ".json.zst")
+MAX_LINE_BYTES = 64 << 20    # a JSON Lines line (its newline included) longer than this is a bad record
+_COMPRESSED_EXT = ("", ".gz", ".zst", ".bz2", ".xz")
+_TEXT_EXT = tuple(base + c for base in (".jsonl", ".ndjson", ".json") for c in _COMPRESSED_EXT)
 _TABLE_EXT = (".parquet", ".arrow")
 # Options a record may carry next to its messages (read from tabular inputs with them): the adapters' list.
 OPTION_COLUMNS = RECORD_OPTIONS
@@ -153,16 +163,24 @@ def _hidden(rel: Path) -> bool:
 
 def _json_file(path: Path, raw: str) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError) as exc:
+        data = loads_record(path.read_bytes(), str(path))
+    except (OSError, ValueError) as exc:  # typed pathologies (jsonlimits) included
         raise input_error(f"{path}: unreadable ({exc})", raw) from None
     return data if isinstance(data, dict) else {}
 
 
 def sniff(path: Path, display: str) -> Source:
-    """Decide what a file is from its first bytes."""
+    """Decide what a file is from its first bytes (regular files only: see the module doc)."""
     try:
-        size = path.stat().st_size
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            what = ("a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode) else "a device" if
+                    stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "a socket" if
+                    stat.S_ISSOCK(st.st_mode) else "not a regular file")
+            raise input_error(f"{display} is {what}: ocml pack reads regular files only", display,
+                              "an input is read more than once (sniffed, fingerprinted, resumed): write the "
+                              "stream to a file first (e.g. cmd > data.jsonl), then pack the file")
+        size = st.st_size
         with open(path, "rb") as f:
             head = f.read(8)
     except OSError as exc:
@@ -173,56 +191,83 @@ def sniff(path: Path, display: str) -> Source:
         return Source(path, display, Kind.ARROW, None, size)
     if head.startswith(b"\xff\xff\xff\xff"):
         return Source(path, display, Kind.ARROW, None, size, arrow_stream=True)
-    compression = _MAGIC.get(head[:2]) or _MAGIC.get(head[:4])
+    compression = codec_of(head)
     if size == 0:
         return Source(path, display, Kind.JSONL, None, size)
     try:
-        with _open_text(path, compression) as f:
+        with _open_text(path, compression, display) as f:
             first = b""
             while not first.strip():
-                line = f.readline()
+                line = f.readline(MAX_LINE_BYTES + 1)
                 if not line:
                     break
                 first = line
+    except InputError:
+        raise
     except (OSError, EOFError, ValueError) as exc:
-        raise input_error(f"{display}: cannot read ({exc})", display,
-                          "is the file complete? a truncated .gz / .zst cannot be read") from None
+        raise input_error(f"{display}: cannot read ({exc})", display) from None
     if b"\x00" in first[:4096]:
         raise input_error(f"{display}: binary file, not JSON Lines / JSON / Parquet / Arrow", display)
     kind = Kind.JSONL
-    if first.lstrip()[:1] in (b"[", b"{") and not _one_value(first):
+    start = first.lstrip()[:1]
+    if len(first) > MAX_LINE_BYTES:  # no whole first line to look at: a one-line JSON array is a document
+        return Source(path, display, Kind.JSON if start == b"[" else Kind.JSONL, compression, size)
+    whole, value = _one_value(first)
+    if start in (b"[", b"{") and not whole:
         kind = Kind.JSON  # the first line is not a whole value: a pretty-printed document
-    if first.lstrip()[:1] == b"[" and _one_value(first) and _is_record_array(first):
+    if start == b"[" and whole and _is_record_array(value):
         kind = Kind.JSON  # a one-line JSON array of records
     return Source(path, display, kind, compression, size)
 
 
-def _one_value(line: bytes) -> bool:
+def _one_value(line: bytes) -> tuple[bool, Any]:
+    """(is ``line`` one whole JSON value, that value).  A value too deep or with too long a
+    number is still a whole line: its record's own error (``jsonlimits``)."""
     try:
-        json.loads(line)
+        return True, loads_record(line)
+    except OcmlError:
+        return True, None
     except (ValueError, UnicodeDecodeError):
-        return False
-    return True
+        return False, None
 
 
-def _is_record_array(line: bytes) -> bool:
+def _is_record_array(value: Any) -> bool:
     """A JSON array of objects that are records (not a bare message list)."""
-    value = json.loads(line)
-    return bool(value) and all(isinstance(v, dict) for v in value) and not any("role" in v for v in value)
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value) \
+        and not any("role" in v for v in value)
 
 
-def _open_text(path: Path, compression: str | None) -> IO[bytes]:
-    if compression == "gz":
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    if compression == "zst":
-        import zstandard
-
-        raw = open(path, "rb")
-        reader = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
-        import io
-
-        return io.BufferedReader(reader, buffer_size=1 << 20)  # type: ignore[arg-type]
+def _open_text(path: Path, compression: str | None, display: str) -> IO[bytes]:
+    if compression is not None:
+        return open_compressed(path, compression, display)
     return open(path, "rb", buffering=1 << 20)
+
+
+@dataclass(frozen=True)
+class LongLine:
+    """A JSON Lines line longer than ``limit`` bytes: skipped without holding it (``size``: its
+    bytes, newline included), the record's ``E-INPUT-LINE-TOO-LONG``."""
+
+    size: int
+    limit: int
+
+
+def _lines(f: IO[bytes], limit: int) -> Iterator[bytes | LongLine]:
+    """The lines of ``f``, each at most ``limit`` bytes; a longer one is a ``LongLine``."""
+    while True:
+        line = f.readline(limit + 1)
+        if not line:
+            return
+        if len(line) <= limit:
+            yield line
+            continue
+        size = len(line)
+        while not line.endswith(b"\n"):
+            line = f.readline(1 << 20)
+            if not line:
+                break
+            size += len(line)
+        yield LongLine(size, limit)
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -245,52 +290,80 @@ def columns_for(source: Source, schema_names: Sequence[str], messages_field: str
 
 def iter_chunks(sources: Sequence[Source], *, messages_field: str = "messages", tools_field: str = "tools",
                 start: Position | None = None, chunk_records: int = 256,
-                chunk_bytes: int = 4 << 20) -> Iterator[Chunk]:
-    """Chunks of every source in order, from ``start`` (a ``Position`` from a previous run)."""
+                chunk_bytes: int = 4 << 20, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Chunk]:
+    """Chunks of every source in order, from ``start`` (a ``Position`` from a previous run).
+
+    A source that cannot be read to its end (truncated or corrupt) raises a typed error naming
+    it and where reading stopped: the run fails, whatever ``--max-bad-fraction`` says, because
+    how many records the rest of the file held cannot be known (so it cannot be weighed)."""
     start = start or Position(0, sources[0].kind.first_location if sources else 1, 0)
     seq = 0
     for si in range(start.source, len(sources)):
         src = sources[si]
         begin = start if si == start.source else Position(si, src.kind.first_location, 0)
+        done = begin
         try:
             if src.kind is Kind.JSONL:
-                gen = _jsonl_chunks(src, si, begin, chunk_records, chunk_bytes)
+                gen = _jsonl_chunks(src, si, begin, chunk_records, chunk_bytes, max_line_bytes)
             elif src.kind is Kind.JSON:
                 gen = _json_chunks(src, si, begin, chunk_records)
             else:
                 gen = _table_chunks(src, si, begin, chunk_records, messages_field, tools_field)
             for kind, first, payload, count, pos, end in gen:
                 yield Chunk(seq, si, kind, first, payload, count, pos, end)
+                done = end
                 seq += 1
         except InputError:
             raise
-        except (OSError, EOFError, ValueError) as exc:  # truncated .gz/.zst, corrupt Parquet...
-            raise input_error(f"{src.display}: read failed ({type(exc).__name__}: {exc})", src.display,
-                              "the file may be truncated or corrupt; complete shards are kept, "
-                              "rerun the same command after fixing it to resume") from None
+        except _read_errors() as exc:  # corrupt or truncated Parquet / Arrow, a failing disk...
+            where = f"{src.kind.location} {done.location:,}"
+            raise input_error(f"{src.display}: read failed at {where} ({type(exc).__name__}: {exc})", src.display,
+                              "the file may be truncated or corrupt: fetch it again; complete shards are kept "
+                              "(rerun with --overwrite once the file is replaced)") from None
+
+
+def _read_errors() -> tuple[type[BaseException], ...]:
+    """What reading a damaged file raises: OS errors, and pyarrow's own errors when it is loaded."""
+    import sys
+
+    pa = sys.modules.get("pyarrow")
+    arrow = (pa.ArrowException,) if pa is not None else ()
+    return (OSError, EOFError, ValueError, *arrow)
 
 
 _Part = tuple[Kind, int, Any, int, Position, Position]
 
 
-def _jsonl_chunks(src: Source, si: int, begin: Position, n: int, nbytes: int) -> Iterator[_Part]:
-    with _open_text(src.path, src.compression) as f:
+def _jsonl_chunks(src: Source, si: int, begin: Position, n: int, nbytes: int, max_line: int) -> Iterator[_Part]:
+    last = [begin.location - 1]  # the last whole line read (for the message of a damaged stream)
+    try:
+        yield from _jsonl_parts(src, si, begin, n, nbytes, max_line, last)
+    except DamagedInput as exc:
+        raise DamagedInput(f"{exc.message}; line {last[0]:,} is the last whole line read", offset=exc.offset,
+                           truncated=exc.truncated, hint=exc.hint) from None
+
+
+def _jsonl_parts(src: Source, si: int, begin: Position, n: int, nbytes: int, max_line: int,
+                 last: list[int]) -> Iterator[_Part]:
+    with _open_text(src.path, src.compression, src.display) as f:
         line_no, offset = 1, 0
         if begin.location > 1:
             if src.compression is None and begin.offset:
                 f.seek(begin.offset)
                 line_no, offset = begin.location, begin.offset
             else:  # compressed: no seek, skip lines without decoding them
+                skipped = _lines(f, max_line)
                 for _ in range(begin.location - 1):
-                    if not f.readline():
+                    if next(skipped, None) is None:
                         break
                 line_no = begin.location
-        lines: list[bytes] = []
+        lines: list[bytes | LongLine] = []
         size = 0
         chunk_line, chunk_offset = line_no, offset
-        for line in f:
+        for line in _lines(f, max_line):
             lines.append(line)
-            size += len(line)
+            last[0] = chunk_line + len(lines) - 1
+            size += line.size if type(line) is LongLine else len(line)
             if len(lines) >= n or size >= nbytes:
                 yield (Kind.JSONL, chunk_line, lines, len(lines), Position(si, chunk_line, chunk_offset),
                        Position(si, chunk_line + len(lines), chunk_offset + size))
@@ -306,13 +379,13 @@ def _json_chunks(src: Source, si: int, begin: Position, n: int) -> Iterator[_Par
     if src.compression is None and src.size > JSON_DOCUMENT_MAX:
         raise input_error(f"{src.display}: a {src.size >> 20} MiB JSON document (not JSON Lines) is too large to "
                           "read whole", src.display, "convert it to JSON Lines: jq -c '.[]' FILE > FILE.jsonl")
-    with _open_text(src.path, src.compression) as f:
+    with _open_text(src.path, src.compression, src.display) as f:
         data = f.read(JSON_DOCUMENT_MAX + 1)
     if len(data) > JSON_DOCUMENT_MAX:
         raise input_error(f"{src.display}: JSON document larger than 1 GiB", src.display,
                           "convert it to JSON Lines: jq -c '.[]' FILE > FILE.jsonl")
     try:
-        value = json.loads(data)
+        value = loads_record(data, f"the JSON document {src.display}", field="INPUT")
     except UnicodeDecodeError as exc:
         raise input_error(f"{src.display}: not UTF-8 text ({exc.reason} at byte {exc.start})", src.display) from None
     except json.JSONDecodeError as exc:
@@ -372,6 +445,11 @@ def _batches(src: Source, n: int, messages_field: str, tools_field: str, skip_ro
             yield from pf.iter_batches(batch_size=max(n, 1024), row_groups=groups, columns=cols)
         return
     source = pa.memory_map(str(src.path))
+    if src.arrow_stream and not _stream_ends(source, src.size):
+        raise DamagedInput(f"{src.display}: truncated: the Arrow IPC stream ends at byte {src.size:,} without its "
+                           "end-of-stream marker", offset=src.size, truncated=True,
+                           hint="the file is incomplete (an interrupted save_to_disk, download or copy?): write "
+                                "or fetch it again")
     reader = pa.ipc.open_stream(source) if src.arrow_stream else pa.ipc.open_file(source)
     cols = columns_for(src, reader.schema.names, messages_field, tools_field)
     if src.arrow_stream:
@@ -380,6 +458,16 @@ def _batches(src: Source, n: int, messages_field: str, tools_field: str, skip_ro
     else:
         for i in range(reader.num_record_batches):
             yield reader.get_batch(i).select(cols)
+
+
+def _stream_ends(source: Any, size: int) -> bool:
+    """Does an Arrow IPC stream end with its end-of-stream marker (``0xFFFFFFFF 0x00000000``, which
+    every writer since Arrow 0.15 closes a stream with)?  A stream cut between two batches reads
+    cleanly without it."""
+    source.seek(max(0, size - 8))
+    tail = source.read(8)
+    source.seek(0)
+    return bool(tail == b"\xff\xff\xff\xff\x00\x00\x00\x00")
 
 
 class _Gap:
@@ -394,5 +482,8 @@ def count_records(src: Source) -> int | None:
     if src.kind is Kind.PARQUET:
         import pyarrow.parquet as pq
 
-        return int(pq.ParquetFile(src.path).metadata.num_rows)
+        try:
+            return int(pq.ParquetFile(src.path).metadata.num_rows)
+        except _read_errors():
+            return None  # a damaged file: reading it says so, with its name
     return None

@@ -38,11 +38,15 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, excerpt
+from ..jsonlimits import loads_record, reraise, tree_excess
 from ..packing.packed import Overlong
 from .options import DEFAULT_MAX_BAD_FRACTION, DEFAULT_WINDOW, PackOptions, check, resolve_overlong
+from .readers import MAX_LINE_BYTES
 
 DEDUP_MODES = ("off", "exact")
+# Bounds on a recipe, checked before anything reads it (a 500-byte YAML alias bomb is billions of values).
+MAX_RECIPE_BYTES, MAX_RECIPE_NODES, MAX_RECIPE_DEPTH, MAX_RECIPE_STRING = 16 << 20, 100_000, 32, 4096
 OUTPUT_CHOICES = ("parquet", "npy", "both", "megatron")
 OVERLONG_CHOICES = ("split", "truncate", "drop")
 _GLOB_CHARS = set("*?[")
@@ -73,7 +77,7 @@ class Validation:
             try:
                 value = int(text) if text.isdigit() else float(text)
             except ValueError:
-                raise RecipeError(f"{where}: {value!r} is not a number", field=where,
+                raise RecipeError(f"{where}: {excerpt(value)} is not a number", field=where,
                                   hint="a fraction like 0.01 or a count of conversations like 500") from None
         if isinstance(value, int):
             if value < 0:
@@ -84,7 +88,7 @@ class Validation:
                 raise RecipeError(f"{where}: a fraction must be between 0 and 1, got {value}", field=where,
                                   hint="a count of conversations is an integer (500, not 500.0)")
             return cls(fraction=value)
-        raise RecipeError(f"{where}: {value!r} is not a fraction or a count", field=where)
+        raise RecipeError(f"{where}: {excerpt(value)} is not a fraction or a count", field=where)
 
     def to_value(self) -> float | int:
         return self.fraction if self.fraction is not None else int(self.count or 0)
@@ -152,6 +156,7 @@ class Recipe:
     strict: bool = False
     max_bad_fraction: float = DEFAULT_MAX_BAD_FRACTION
     progress: bool | None = None
+    max_line_bytes: int = MAX_LINE_BYTES  # a longer JSON Lines line is a bad record (readers)
     overwrite: bool = False
     wait_lock: float = 0.0
     out: str | None = None
@@ -181,7 +186,7 @@ class Recipe:
             epoch_tokens=self.epoch_tokens, plot=self.plot, max_bad_fraction=self.max_bad_fraction,
             keep_untrained=self.keep_untrained, pad_to_multiple_of=self.pad_to_multiple_of, seq_idx=self.seq_idx,
             shape=self.shape, fields=self.fields, completion_only_loss=self.completion_only_loss,
-            string_prompt=self.string_prompt, pair_columns=self.pair_columns)
+            string_prompt=self.string_prompt, pair_columns=self.pair_columns, max_line_bytes=self.max_line_bytes)
 
     def shape_options(self) -> Any:
         return self.pack_options().shape_options()
@@ -221,6 +226,7 @@ _TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "pad_id": ((int, type(None)), "a token id"), "shard_size": ((int,), "an integer >= 1"),
     "pad_to_multiple_of": ((int, type(None)), "an integer >= 1"), "seq_idx": ((bool,), "true or false"),
     "keep_untrained": ((bool,), "true or false"), "max_bad_fraction": ((int, float), "a fraction in [0, 1]"),
+    "max_line_bytes": ((int,), "an integer >= 1 (bytes)"),
     "output": ((str, list), "parquet, npy, both or megatron"), "seed": ((int,), "an integer"),
     "validation_pack": ((bool,), "true or false"), "dedup": ((str, bool, type(None)), "exact or off"),
     "shuffle": ((bool,), "true or false"), "workers": ((int,), "an integer >= 0 (0 = all cores)"),
@@ -247,6 +253,10 @@ def read_recipe_file(path: str | Path) -> dict[str, Any]:
         else:
             raise RecipeError(f"{path} is a folder without recipe.yaml or manifest.json", field="--recipe")
     try:
+        size = p.stat().st_size
+        if size > MAX_RECIPE_BYTES:
+            raise RecipeError(f"{path}: {size:,} bytes, over the {MAX_RECIPE_BYTES:,}-byte limit for a recipe",
+                              field="--recipe", hint="a recipe names its sources; it does not hold data")
         text = p.read_text("utf-8")
     except FileNotFoundError:
         raise RecipeError(f"{path}: no such recipe file", field="--recipe") from None
@@ -255,7 +265,7 @@ def read_recipe_file(path: str | Path) -> dict[str, Any]:
     data: Any
     if p.suffix.lower() == ".json":
         try:
-            data = json.loads(text)
+            data = loads_record(text, f"recipe {path}", field="--recipe")
         except json.JSONDecodeError as exc:
             raise RecipeError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
                               field="--recipe") from None
@@ -267,14 +277,25 @@ def read_recipe_file(path: str | Path) -> dict[str, Any]:
         except yaml.YAMLError as exc:
             raise RecipeError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})", field="--recipe",
                               hint="check the indentation; JSON is accepted too") from None
+        except (RecursionError, ValueError) as exc:  # nested past Python's stack, an int past its digit limit
+            reraise(exc, f"recipe {path}", field="--recipe")
     if isinstance(data, Mapping) and isinstance(data.get("recipe"), Mapping):
         # A manifest.json (or any wrapper) holding the resolved recipe ("recipe" is no recipe key;
         # a manifest's own "sources" is its provenance table, not the recipe's sources).
         data = data["recipe"]
+    _check_bounds(data, str(path))
     if not isinstance(data, Mapping):
         raise RecipeError(f"{path}: a recipe is a mapping of keys (sources:, seed:, ...), got "
                           f"{type(data).__name__}", field="--recipe")
     return _relative_to(dict(data), p.resolve().parent)
+
+
+def _check_bounds(data: Any, path: str) -> None:
+    """The recipe bounds above, walked before anything else reads ``data``."""
+    excess = tree_excess(data, max_nodes=MAX_RECIPE_NODES, max_depth=MAX_RECIPE_DEPTH, max_string=MAX_RECIPE_STRING)
+    if excess:
+        raise RecipeError(f"{path}: {excess}", field="--recipe", hint="a recipe is a few keys and a list of "
+                          "sources (YAML aliases count where they are used: is it an alias bomb?)")
 
 
 def _relative_to(data: dict[str, Any], base: Path) -> dict[str, Any]:
@@ -299,27 +320,27 @@ def _norm_key(k: Any) -> str:
 
 
 def _unknown(key: str, known: tuple[str, ...], where: str, other: tuple[str, ...], other_where: str) -> RecipeError:
-    near = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    near = difflib.get_close_matches(key, known, n=1, cutoff=0.6) if len(key) <= 64 else []
     if key in other:
         hint = f"{key!r} belongs {other_where}"
     elif near:
         hint = f"did you mean {near[0]!r}?"
     else:
         hint = "known keys: " + ", ".join(sorted(known))
-    return RecipeError(f"unknown key {key!r} {where}", field=key, hint=hint)
+    return RecipeError(f"unknown key {excerpt(key)} {where}", field=key[:64], hint=hint)
 
 
 def _check_type(key: str, value: Any, where: str) -> None:
     types, what = _TYPES[key]
     ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
     if not ok:
-        raise RecipeError(f"{where}{key}: expected {what}, got {value!r}", field=key)
+        raise RecipeError(f"{where}{key}: expected {what}, got {excerpt(value)}", field=key)
 
 
 def _choice(key: str, value: str, choices: tuple[str, ...] | list[str], where: str) -> str:
     if value not in choices:
-        near = difflib.get_close_matches(value, list(choices), n=1)
-        raise RecipeError(f"{where}{key}: unknown value {value!r}", field=key,
+        near = difflib.get_close_matches(value, list(choices), n=1) if len(value) <= 64 else []
+        raise RecipeError(f"{where}{key}: unknown value {excerpt(value)}", field=key,
                           hint=(f"did you mean {near[0]!r}? " if near else "") + "one of: " + ", ".join(choices))
     return value
 
@@ -339,6 +360,7 @@ def resolve_recipe(data: Mapping[str, Any], overrides: Mapping[str, Any] | None 
     from ..masks import NAMED_MASKS
     from ..messages import CotPolicy
 
+    _check_bounds(data, "recipe")  # a mapping from the API is bounded like a file
     top: dict[str, Any] = {}
     for k, v in data.items():
         key = _norm_key(k)
@@ -407,7 +429,7 @@ def resolve_recipe(data: Mapping[str, Any], overrides: Mapping[str, Any] | None 
         if isinstance(raw, str):
             raw = {"path": raw}
         if not isinstance(raw, Mapping):
-            raise RecipeError(f"sources[{i}]: expected a mapping with a path, got {raw!r}", field="sources")
+            raise RecipeError(f"sources[{i}]: expected a mapping with a path, got {excerpt(raw)}", field="sources")
         s: dict[str, Any] = {}
         for k, v in raw.items():
             key = _norm_key(k)
@@ -432,7 +454,7 @@ def resolve_recipe(data: Mapping[str, Any], overrides: Mapping[str, Any] | None 
     names = [s.name for s in sources]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        raise RecipeError(f"two sources are named {dup[0]!r}", field="name",
+        raise RecipeError(f"two sources are named {excerpt(dup[0])}", field="name",
                           hint="give each source its own name: (name: ...)")
     return replace(base, sources=tuple(sources), max_bad_fraction=float(base.max_bad_fraction))
 

@@ -187,7 +187,7 @@ class RecipeRun:
                 errors.sources, errors.extra = self.source_files[si], {"source": spec.name}
                 chunks = iter_chunks(self.source_files[si], messages_field=spec.messages_field,
                                      tools_field=spec.tools_field, start=pos if si == first else None,
-                                     chunk_records=r.chunk_records)
+                                     chunk_records=r.chunk_records, max_line_bytes=r.max_line_bytes)
                 ends: dict[int, Position] = {}
 
                 def tracked(chunks: Iterator[Any] = chunks, ends: dict[int, Position] = ends) -> Iterator[Any]:

@@ -17,11 +17,11 @@ Message-level shapes (OpenAI / HF chat, openai-harmony JSON, canonical, §10) ar
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from ..adapters.values import decoded as _decoded  # one rule for the API and the CLI
+from ..arguments import arguments_text
 from ..errors import InputError
 
 SHAREGPT_FIELD = "conversations"
@@ -119,7 +119,8 @@ def sharegpt_messages(turns: Any) -> list[dict[str, Any]]:
             raise InputError("a function_call turn's value must be {'name': ..., 'arguments': ...}",
                              field=f"{field}.value", index=i, code="E-CALL-SCHEMA")
         args = call.get("arguments", {})
-        fn = {"name": call["name"], "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)}
+        fn = {"name": call["name"], "arguments": args if isinstance(args, str) or args is None
+              else arguments_text(args, index=i, field=f"{field}.value.arguments")}
         tool_call = {"type": "function", "function": fn}
         open_calls.append(call["name"] if "." in call["name"] else "functions." + call["name"])
         # Consecutive calls form one assistant turn (parallel calls).

@@ -307,7 +307,7 @@ def _run_locked(opts: PackOptions, log: IO[str], t0: float, enc: Any, detection:
                       split_text=split_text_seq_len(opts.shape, opts.overlong is not None, opts.overlong_policy.value,
                                                     opts.pack, opts.seq_len))
     chunks = iter_chunks(smap.files, messages_field=opts.messages_field, tools_field=opts.tools_field,
-                         start=state.start, chunk_records=opts.chunk_records)
+                         start=state.start, chunk_records=opts.chunk_records, max_line_bytes=opts.max_line_bytes)
     ends: dict[int, Position] = {}
 
     def tracked() -> Iterator[Any]:

@@ -27,10 +27,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import OcmlError
+from ..jsonlimits import loads_record, pathology
 from ..inputs.shapes import PAIR_SHAPES
 from ..packing.docs import concat_results
 from ..gcpolicy import after_worker_setup, rendering
-from .readers import Chunk, Kind
+from .readers import Chunk, Kind, LongLine
 from .records import conversation_from_record, drop_nulls
 from .untrained import untrained_reason
 
@@ -101,11 +102,20 @@ def decode_records(chunk: Chunk, tools_field: str = "tools") -> list[tuple[int, 
     out: list[tuple[int, Any]] = []
     if chunk.kind is Kind.JSONL:
         for k, line in enumerate(chunk.payload):
+            if type(line) is LongLine:
+                out.append((chunk.first + k, OcmlError(
+                    f"line is {line.size:,} bytes, over the {line.limit:,}-byte limit (skipped unread)",
+                    code="E-INPUT-LINE-TOO-LONG",
+                    hint="split the record, or raise --max-line-bytes if it really is one conversation")))
+                continue
             if not line.strip():
                 continue
             try:
                 # Decoded as UTF-8 explicitly: json.loads(bytes) would guess UTF-16/32 from the bytes.
-                out.append((chunk.first + k, json.loads(line.decode("utf-8").lstrip("\ufeff").rstrip("\r\n"))))
+                out.append((chunk.first + k, loads_record(line.decode("utf-8").lstrip("\ufeff").rstrip("\r\n"),
+                                                          "the line")))
+            except OcmlError as exc:  # too deep, too long a number (jsonlimits)
+                out.append((chunk.first + k, exc))
             except UnicodeDecodeError as exc:
                 out.append((chunk.first + k, OcmlError(
                     f"line is not UTF-8 ({exc.reason} at byte {exc.start})", code="E-INPUT-UTF8",
@@ -148,6 +158,11 @@ def render_chunk(enc: Any, chunk: Chunk, spec: RenderSpec) -> Rendered:
             locs.append(loc)
         except OcmlError as exc:
             errors.append(RecordError.of(chunk.source, loc, exc))
+        except (RecursionError, ValueError) as exc:  # a pathological value (jsonlimits): this record's error
+            typed = pathology(exc, "the record")
+            if typed is None:
+                raise
+            errors.append(RecordError.of(chunk.source, loc, typed))
     results = _render_all(enc, convs)
     ok: list[Any] = []
     ok_locs: list[int] = []
