@@ -252,6 +252,16 @@ def _add_reasoning(p: argparse.ArgumentParser) -> None:
                         "answer (Qwen3 layout). Other formats render reasoning natively and refuse this option")
 
 
+def _add_mask(p: argparse.ArgumentParser) -> None:
+    from .masks import NAMED_MASKS
+
+    p.add_argument("--mask", default="default", choices=list(NAMED_MASKS),
+                   help="loss-mask policy (default: what the model generates: every assistant message after its "
+                        "generation prompt, terminator included). last = last assistant turn only; final = final "
+                        "channel only; no-analysis = final + commentary; no-tool-bodies = tool-call arguments "
+                        "untrained; none = nothing trained")
+
+
 def _add_pack(sub: Any) -> None:
     p = sub.add_parser(
         "pack", help="render + pack datasets into training shards (Parquet for TRL, .npy)",
@@ -279,7 +289,6 @@ def _pack_options(p: argparse.ArgumentParser) -> None:
     does not apply to them (``ocml.encoder.cli_view.OPTIONS_APPLYING``)."""
     from ocml import vocab
 
-    from .masks import NAMED_MASKS
     from .messages import CotPolicy
 
     from .pipeline.options import DEFAULT_MAX_BAD_FRACTION, DEFAULT_WINDOW
@@ -300,11 +309,7 @@ def _pack_options(p: argparse.ArgumentParser) -> None:
                    help="a local HF model folder: its tokenizer (special tokens at its ids), and its format, "
                         "detected by rendering probe conversations with its chat template and with each ocml "
                         "format and comparing ids (exit 2 naming the closest format when none matches)")
-    p.add_argument("--mask", default="default", choices=list(NAMED_MASKS),
-                   help="loss-mask policy (default: what the model generates: every assistant message after its "
-                        "generation prompt, terminator included). last = last assistant turn only; final = final "
-                        "channel only; no-analysis = final + commentary; no-tool-bodies = tool-call arguments "
-                        "untrained; none = nothing trained")
+    _add_mask(p)
     p.add_argument("--cot", default="default", choices=[c.value for c in CotPolicy],
                    help="chain-of-thought retention: default drops the analysis of turns that ended in final; "
                         "harmony = openai-harmony's exact rule; keep-all; drop-all")
