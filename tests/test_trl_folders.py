@@ -130,3 +130,26 @@ def test_generation_tags_need_transformers_environment(folders):
     assert mj.render_str(tok.chat_template["inference"], messages=[{"role": "user", "content": "hi"}],
                          add_generation_prompt=True) == tok.apply_chat_template(
         [{"role": "user", "content": "hi"}], tokenize=False, add_generation_prompt=True)
+
+
+#: formats whose response template reads tool calls back (ChatML's is the Qwen lane's work)
+PARSED_CALLS = ("harmony", "openchatml-2.2", "openchatml-2.0", "apertus")
+
+
+@pytest.mark.parametrize("fmt", PARSED_CALLS)
+def test_trl_parse_response_reads_a_rendered_call_back(folders, fmt):
+    """TRL's ``parse_response`` (its GRPO tool loop) on the folder: a rendered turn with reasoning
+    and a call reads back as the HF message (``thinking``, arguments parsed), and that message
+    appended to the prompt renders the same ids again."""
+    tok = transformers.AutoTokenizer.from_pretrained(str(folders[fmt]))
+    enc = encoder.Encoder(fmt, **OPTIONS.get(fmt, {}))
+    user = [{"role": "user", "content": "Weather in Oslo?"}]
+    turn = {"role": "assistant", "thinking": "Call the tool.", "content": "",
+            "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}]}
+    prompt = enc.render({"messages": user, "tools": TOOLS}, mode="prompt").ids.tolist()
+    full = enc.render({"messages": [*user, turn], "tools": TOOLS}).ids.tolist()
+    assert full[:len(prompt)] == prompt
+    parsed = ctu.parse_response(tok, full[len(prompt):], prefix=prompt, tools=TOOLS)
+    assert parsed == turn
+    again = tok.apply_chat_template([*user, parsed], tools=TOOLS, tokenize=True, return_dict=True)["input_ids"]
+    assert again == full

@@ -7,13 +7,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..cli_args import add_mask, add_reasoning
+
 
 def _cmd_template(args: argparse.Namespace) -> int:
-    from ..cli import _format_options
+    from ..cli_args import format_options
     from ..encoder import Encoder
 
     # every option that changes the layout reaches the templates (Format.init_options, mask, cot)
-    enc = Encoder(args.format, args.tokenizer, cot=args.cot, mask=args.mask, **_format_options(args))
+    enc = Encoder(args.format, args.tokenizer, cot=args.cot, mask=args.mask, **format_options(args))
     if args.out is None:
         sys.stdout.write(enc.chat_template(training=args.training))
         return 0
@@ -40,9 +42,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--cot", default=None,
                    help="the templates' default CoT policy (default, harmony, keep-all, drop-all)")
     p.add_argument("--out", default=None, metavar="DIR", help="write a save_pretrained folder to DIR")
-    from ..cli import _add_mask, _add_reasoning
-
-    _add_mask(p)
-    _add_reasoning(p)
+    add_mask(p)
+    add_reasoning(p)
     p.set_defaults(fn=_cmd_template)
     return p
