@@ -65,8 +65,8 @@ Top-level modules of ``encoder/``, by job:
               ``parse_text``), interchange (2.2 section 10 JSON)
   serving     openai_message (``to_openai``), openai_chunks (stream chunks), stops (what a sampler
               stops on)
-  people      cli (``ocml``), cli_view (``ocml inspect``, ``render --color``), tokenview (tokens
-              as text)
+  people      cli (``ocml``), cli_args (flags several commands share), cli_view (``ocml inspect``,
+              ``render --color``), tokenview (tokens as text)
   speed       gcpolicy (the cyclic collector off while a batch renders)
 
 Modules stay under 500 lines; a longer one says why at the top of its docstring, in a paragraph

@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from .cli_args import add_mask, add_reasoning, format_options
 from .errors import InputError, OcmlError
 from .jsonlimits import loads_record
 
@@ -119,7 +120,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
 
     check_applies(args, "render")
     make, _ = encoder_factory(args.format, args.tokenizer, args.model, sys.stderr)
-    enc = make(mask=args.mask, cot=args.cot, shape=args.shape, shape_options=_shape_options(args), **_format_options(args))
+    enc = make(mask=args.mask, cot=args.cot, shape=args.shape, shape_options=_shape_options(args), **format_options(args))
     conv = load_conversation(args.file, args.line, messages_field=args.messages_field, tools_field=args.tools_field)
     r = enc.render(conv, mode=args.mode)
     if args.color is not None:
@@ -147,7 +148,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
 def _cmd_text(args: argparse.Namespace) -> int:
     from .encoder import Encoder
 
-    enc = Encoder(args.format, args.tokenizer, **_format_options(args))
+    enc = Encoder(args.format, args.tokenizer, **format_options(args))
     sys.stdout.write(enc.to_text(load_conversation(args.file, args.line)))
     print()
     return EXIT_OK
@@ -159,11 +160,6 @@ def _shape_options(args: argparse.Namespace) -> Any:
     from .inputs.shapes import ShapeOptions
 
     return ShapeOptions.from_flags(args.field, args.completion_only_loss, args.string_prompt)
-
-
-def _format_options(args: argparse.Namespace) -> dict[str, Any]:
-    """Format options given on the command line (a format that has no such option refuses it: exit 2)."""
-    return {"reasoning": args.reasoning} if getattr(args, "reasoning", None) else {}
 
 
 def _cmd_formats(args: argparse.Namespace) -> int:
@@ -243,16 +239,7 @@ def _add_one_conversation_args(p: argparse.ArgumentParser, shared: bool = False)
     p.add_argument("--tokenizer", default=None, metavar="NAME",
                    help="o200k_harmony, o200k_base, cl100k_base, a .tiktoken path, or an HF tokenizer folder / "
                         "tokenizer.json (default: the format's own, control tokens registered)")
-    _add_reasoning(p)
-
-
-def _add_reasoning(p: argparse.ArgumentParser) -> None:
-    from .reasoning import CHOICES
-
-    p.add_argument("--reasoning", default=None, choices=list(CHOICES),
-                   help="chatml only (it has no reasoning channel): what reasoning_content / thinking becomes. "
-                        "error (default) = a bad record; drop = left out; think = <think>...</think> before the "
-                        "answer (Qwen3 layout). Other formats render reasoning natively and refuse this option")
+    add_reasoning(p)
 
 
 def _add_pack(sub: Any) -> None:
@@ -282,7 +269,6 @@ def _pack_options(p: argparse.ArgumentParser) -> None:
     does not apply to them (``ocml.encoder.cli_view.OPTIONS_APPLYING``)."""
     from ocml import vocab
 
-    from .masks import NAMED_MASKS
     from .messages import CotPolicy
 
     from .pipeline.options import DEFAULT_MAX_BAD_FRACTION, DEFAULT_WINDOW
@@ -304,15 +290,11 @@ def _pack_options(p: argparse.ArgumentParser) -> None:
                    help="a local HF model folder: its tokenizer (special tokens at its ids), and its format, "
                         "detected by rendering probe conversations with its chat template and with each ocml "
                         "format and comparing ids (exit 2 naming the closest format when none matches)")
-    p.add_argument("--mask", default="default", choices=list(NAMED_MASKS),
-                   help="loss-mask policy (default: what the model generates: every assistant message after its "
-                        "generation prompt, terminator included). last = last assistant turn only; final = final "
-                        "channel only; no-analysis = final + commentary; no-tool-bodies = tool-call arguments "
-                        "untrained; none = nothing trained")
+    add_mask(p)
     p.add_argument("--cot", default="default", choices=[c.value for c in CotPolicy],
                    help="chain-of-thought retention: default drops the analysis of turns that ended in final; "
                         "harmony = openai-harmony's exact rule; keep-all; drop-all")
-    _add_reasoning(p)
+    add_reasoning(p)
     p.add_argument("--workers", type=int, default=cpus, metavar="N",
                    help=f"render processes (default: all cores, here {cpus}); the output is identical for any N")
     p.add_argument("--messages-field", default="messages", metavar="NAME",

@@ -6,6 +6,7 @@ import gzip
 import importlib.util
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,24 +62,26 @@ class HfFolders:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._saved: dict[tuple[str, str | None, str | None], Path] = {}
+        self._saved: dict[tuple[Any, ...], Path] = {}
 
-    def _master(self, fmt: str, tokenizer: str | None, register: str | None) -> Path:
-        key = (fmt, tokenizer, register)
+    def _master(self, fmt: str, tokenizer: str | None, register: str | None, options: dict[str, Any]) -> Path:
+        key = (fmt, tokenizer, register, *sorted(options.items()))
         if key not in self._saved:
             from ocml import encoder, vocab
 
             tok = vocab.load(tokenizer, register=register) if register else tokenizer
             path = self.root / "masters" / "-".join(str(k) for k in key)
-            encoder.Encoder(fmt, tok).save_pretrained(path)
+            encoder.Encoder(fmt, tok, **options).save_pretrained(path)
             self._saved[key] = path
         return self._saved[key]
 
-    def folder(self, dest: Path, fmt: str, tokenizer: str | None = None, register: str | None = None) -> Path:
-        """``Encoder(fmt, tokenizer [registered for `register`]).save_pretrained(dest)``, from the cache."""
+    def folder(self, dest: Path, fmt: str, tokenizer: str | None = None, register: str | None = None,
+               **options: Any) -> Path:
+        """``Encoder(fmt, tokenizer [registered for `register`], **options).save_pretrained(dest)``, from
+        the cache."""
         import shutil
 
-        shutil.copytree(self._master(fmt, tokenizer, register), dest)
+        shutil.copytree(self._master(fmt, tokenizer, register, options), dest)
         return dest
 
 

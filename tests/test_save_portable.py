@@ -34,11 +34,15 @@ def test_folder_names_a_portable_class_and_loads(tmp_path, fmt, hf_folders):
     cfg = json.loads((tmp_path / "tokenizer_config.json").read_text("utf-8"))
     assert cfg["tokenizer_class"] == "PreTrainedTokenizerFast"
     tok = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
-    assert set(tok.chat_template) == {"default", "training"}
-    out = tok.apply_chat_template(CONV, chat_template="training", tokenize=True, return_dict=True,
-                                  return_assistant_tokens_mask=True)
+    assert set(tok.chat_template) == {"default", "training", "inference"}
+    out = tok.apply_chat_template(CONV, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
     r = enc.render(CONV)
     assert out["input_ids"] == r.ids.tolist() and out["assistant_masks"] == r.mask.astype(int).tolist()
+    from ocml.encoder.template.save import special_roles
+
+    assert tok.bos_token == special_roles(enc).get("bos_token")  # Apertus: <s>
+    # a bos token in the folder adds nothing when text is encoded (templates write it themselves)
+    assert tok("Hi 🙂")["input_ids"] == enc.tokenizer.encode_text("Hi 🙂")
     if hasattr(tok, "parse_response"):
         assert tok.response_template == cfg["response_template"]
 

@@ -433,13 +433,14 @@ def test_save_pretrained_folder_loads_offline_and_stops_where_it_should(tmp_path
     assert str(tmp_path / "tokenizer_config.json") in capsys.readouterr().out
     # the templates are named templates in tokenizer_config.json (transformers 4.x reads them too)
     cfg = json.loads((tmp_path / "tokenizer_config.json").read_text("utf-8"))
-    assert cfg["chat_template"] == [{"name": "default", "template": enc.chat_template()},
-                                    {"name": "training", "template": enc.chat_template(training=True)}]
+    assert cfg["chat_template"] == [{"name": "default", "template": enc.chat_template(training=True)},
+                                    {"name": "training", "template": enc.chat_template(training=True)},
+                                    {"name": "inference", "template": enc.chat_template()}]
 
     tok = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
     assert tok.eos_token == "<|return|>" and tok.eos_token_id == 200002
     assert tok.pad_token == "<|endoftext|>" and tok.pad_token_id == 199999
-    assert set(tok.chat_template) == {"default", "training"}
+    assert set(tok.chat_template) == {"default", "training", "inference"}
     gen = json.loads((tmp_path / "generation_config.json").read_text())
     assert gen["eos_token_id"] == enc.stop_ids() == [200002, 200012]
     assert transformers.GenerationConfig.from_pretrained(str(tmp_path)).eos_token_id == [200002, 200012]
@@ -468,7 +469,12 @@ def test_special_roles_of_apertus():
     from ocml.encoder.template.save import special_roles
 
     enc = encoder.Encoder("apertus")
-    assert special_roles(enc) == {"eos_token": "<|assistant_end|>", "pad_token": "<|endoftext|>"}
+    # bos: the <s> every Apertus render starts with (the reference template writes {{ bos_token }})
+    assert special_roles(enc) == {"eos_token": "<|assistant_end|>", "bos_token": "<s>", "pad_token": "<|endoftext|>"}
+    assert enc.render([{"role": "user", "content": "hi"}]).ids[0] == enc.tokenizer.control_id("<s>")
+    assert special_roles(encoder.Encoder("chatml", bos_eos=True))["bos_token"] == "<s>"
+    assert "bos_token" not in special_roles(encoder.Encoder("chatml"))
+    assert "bos_token" not in special_roles(encoder.Encoder("harmony"))
     assert enc.stop_ids() == [enc.tokenizer.control_id(t) for t in ("<|assistant_end|>", "<|tools_suffix|>", "</s>")]
 
 

@@ -298,13 +298,21 @@ def test_inference_template_gives_render_prompt(stacks, fmt):
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_both_templates_render_the_same_text(stacks, fmt):
-    """The training variant only adds generation blocks: same string, prompt or not."""
+    """The training variant (the folder's ``default``) only adds generation blocks: the same string
+    as the plain one (``inference``), prompt or not, or the same error."""
     _enc, hf = stacks[fmt]
+    assert hf.chat_template["default"] == hf.chat_template["training"] != hf.chat_template["inference"]
     for conv in cases(13, 40, fmt):
         for gp in (False, True):
-            a = hf_call(hf, conv, add_generation_prompt=gp)
-            b = hf_call(hf, conv, add_generation_prompt=gp, chat_template="training")
-            assert a["input_ids"] == b["input_ids"]
+            got = []
+            for name in ("inference", "default"):
+                try:
+                    opts = {k: v for k, v in conv.items() if k != "messages"}
+                    got.append(hf.apply_chat_template(conv["messages"], tokenize=False, add_generation_prompt=gp,
+                                                      chat_template=name, **opts))
+                except Exception as exc:  # noqa: BLE001 - both must refuse alike
+                    got.append(str(exc))
+            assert got[0] == got[1]
 
 
 # -- Harmony against openai-harmony itself -------------------------------------------------

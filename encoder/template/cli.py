@@ -7,11 +7,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..cli_args import add_mask, add_reasoning
+
 
 def _cmd_template(args: argparse.Namespace) -> int:
+    from ..cli_args import format_options
     from ..encoder import Encoder
 
-    enc = Encoder(args.format, args.tokenizer, cot=args.cot)
+    # every option that changes the layout reaches the templates (Format.init_options, mask, cot)
+    enc = Encoder(args.format, args.tokenizer, cot=args.cot, mask=args.mask, **format_options(args))
     if args.out is None:
         sys.stdout.write(enc.chat_template(training=args.training))
         return 0
@@ -27,8 +31,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "template",
         help="print the HF chat template of a format, or write a folder AutoTokenizer loads (--out)",
         description="Without --out: print the inference template (--training: the one with "
-        "{% generation %} blocks). With --out DIR: write the tokenizer, both templates "
-        "(named 'default' and 'training' in tokenizer_config.json) and generation_config.json.",
+        "{% generation %} blocks). With --out DIR: write the tokenizer, the templates (in "
+        "tokenizer_config.json: 'default' and 'training' with the generation blocks, 'inference' without) "
+        "and generation_config.json.",
     )
     p.add_argument("--format", default="openchatml-2.2")
     p.add_argument("--tokenizer", default=None, help="o200k_harmony, o200k_base, cl100k_base or a .tiktoken path "
@@ -37,5 +42,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--cot", default=None,
                    help="the templates' default CoT policy (default, harmony, keep-all, drop-all)")
     p.add_argument("--out", default=None, metavar="DIR", help="write a save_pretrained folder to DIR")
+    add_mask(p)
+    add_reasoning(p)
     p.set_defaults(fn=_cmd_template)
     return p

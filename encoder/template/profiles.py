@@ -2,8 +2,8 @@
 
 The rows say how a format writes a header and which of ``normalize``'s rules apply; the
 rules themselves live once, in the Jinja sources (``messages.jinja``: input shapes;
-``channels.jinja`` / ``channels_render.jinja``: Harmony and OpenChatML 2.x; ``chatml.jinja``;
-``apertus.jinja``).  Values that a ``Format`` object already knows (header attributes and
+``channels.jinja`` / ``channels_render.jinja``: Harmony and OpenChatML 2.x; ``cot.jinja``: the CoT
+policy; ``chatml.jinja``; ``apertus.jinja``).  Values that a ``Format`` object already knows (header attributes and
 ``<|constrain|>``, which message is the answer, return token, generation prompt, Harmony's
 ``recipient_after_channel``, ``chat_style``, the constructor options) are read from it, not
 repeated here.
@@ -19,7 +19,8 @@ from ..formats.base import Format
 
 
 #: the Jinja sources of a channel format (Harmony, OpenChatML 2.x), concatenated in this order
-CHANNEL_SOURCES = ("schema.jinja", "sections.jinja", "messages.jinja", "channels.jinja", "channels_render.jinja")
+CHANNEL_SOURCES = ("schema.jinja", "sections.jinja", "messages.jinja", "channels.jinja", "cot.jinja",
+                   "channels_render.jinja")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +43,7 @@ class TemplateProfile:
 PROFILES: dict[str, TemplateProfile] = {
     "harmony": TemplateProfile(header="harmony", chat_system=True),
     "openchatml-2.2": TemplateProfile(header="openchatml", tool_name_from_calls=True),
-    "chatml": TemplateProfile(header="chatml", sources=("messages.jinja", "chatml.jinja"), tool_name_required=False),
+    "chatml": TemplateProfile(header="chatml", sources=("messages.jinja", "cot.jinja", "chatml.jinja"), tool_name_required=False),
     "apertus": TemplateProfile(header="apertus", sources=("messages.jinja", "apertus.jinja"), tool_name_required=False),
     "openchatml-2.0": TemplateProfile(header="openchatml", tool_name_from_calls=True),
 }

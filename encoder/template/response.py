@@ -4,9 +4,24 @@ transformers >= 5.13 parses generated text with a declarative ``response_templat
 in ``tokenizer_config.json`` (``transformers.utils.chat_parsing``): regions (message
 fields) opened and closed by literal or regex delimiters over the *decoded* text, each
 region's text parsed (``text``, ``json``...) and optionally reshaped by a ``transform``.
-``response_template(enc)`` builds one per format so that ``parse_response`` returns what
-``enc.to_openai(ids).message`` returns on generated completions (tests:
+``response_template(enc)`` builds one per format so that ``parse_response`` returns
+``enc.to_openai(ids).message`` in the HF chat-template convention (tests:
 ``tests/test_response_template.py``); ``save_pretrained`` writes it.
+
+The HF convention, as the official gpt-oss folder reads its output back (TRL's and
+transformers' gpt-oss response templates): the reasoning field is ``thinking`` (what
+``apply_chat_template`` reads back; ``to_openai`` says ``reasoning_content``) and tool-call
+``arguments`` are the parsed JSON (text when they are not JSON).
+
+The rules of the engines that serve a checkpoint's response template (vLLM's and SGLang's
+``--reasoning-parser`` / ``--tool-call-parser`` response-template adapters refuse anything
+else at start-up; ``tests/test_response_template.py`` encodes them): only the fields
+``thinking``, ``content`` and ``tool_calls``; ``defaults`` holding only ``role``;
+``thinking`` and ``content`` plain ``text`` with no ``join`` and no ``transform``; the tool
+field closed by a delimiter (a call without its closer is dropped).  So there are no helper
+fields that swallow markup: text outside every region goes nowhere unless a field has no
+opener (the implicit field), and a field that occurs twice in one completion keeps its last
+region (``to_openai`` joins them with ``"\\n"``; the engines stream both).
 
 How each format is expressed:
 
@@ -14,22 +29,18 @@ How each format is expressed:
   ``<|start|>assistant`` (or the start of the completion: the prompt's generation prompt
   is cut by ``start_anchor``), so exactly one of three fields opens: ``tool_calls`` (a
   recipient other than ``all``: ``function.name`` is the recipient without ``functions.``,
-  ``function.arguments`` the body verbatim), ``content`` (``final``, no channel, or a
-  ``commentary`` preamble; several joined with ``"\\n"``) or ``reasoning_content`` (the
-  rest; joined with ``"\\n"``) - ``ocml.encoder.openai_message.kind``'s rule.  A message ends at
-  ``<|end|>``, ``<|return|>``, ``<|call|>`` or the next ``<|start|>``; text between messages
-  and messages of other roles go nowhere, as in ``to_openai``.
-* ChatML: the content is the text before ``<|im_end|>``, verbatim (``to_openai`` does not
-  read ``<tool_call>`` bodies either).
-* Apertus: ``reasoning_content`` is the thoughts (from ``<|inner_prefix|>`` to
-  ``<|inner_suffix|>``, a call list or the turn's end), ``content`` the response text (the
-  rest), ``tool_calls`` each ``{"NAME": ARGS}`` of a complete call list (ARGS verbatim, as
-  ``to_openai``); several of a field are joined with ``"\\n"``, as ``to_openai`` joins a
-  turn's blocks (``Turn.openai_parts``).  A call list cut short is dropped.  Not expressed:
-  a call whose ARGS holds ``}, {"NAME": `` (it reads as the next call), tool outputs after
-  ``<|tools_suffix|>`` (a completion stops there: ``to_openai`` reports outputs as errors,
-  the template would read them as content), empty blocks between two blocks of one kind
-  (``to_openai`` merges those blocks, the template joins them with ``"\\n"``).
+  ``function.arguments`` the body parsed as JSON), ``content`` (``final``, no channel, or a
+  ``commentary`` preamble) or ``thinking`` (the rest) - ``ocml.encoder.openai_message.kind``'s
+  rule.  A message ends at ``<|end|>``, ``<|return|>``, ``<|call|>`` or the next ``<|start|>``;
+  text between messages and messages of other roles go nowhere, as in ``to_openai``.
+* ChatML: the content is the text before ``<|im_end|>``, verbatim.
+* Apertus: ``thinking`` is the thoughts (from ``<|inner_prefix|>`` to ``<|inner_suffix|>``, a
+  call list or the turn's end), ``content`` the response text (the rest: the implicit field,
+  closed by ``<|assistant_end|>`` or by a call list that never ends, which it swallows: a list
+  cut short is dropped, as ``to_openai`` drops it), ``tool_calls`` each ``{"NAME": ARGS}`` of a
+  complete call list.  Not expressed: a call whose ARGS holds ``}, {"NAME": `` (it reads as the
+  next call), tool outputs after ``<|tools_suffix|>`` (a completion stops there: ``to_openai``
+  reports outputs as errors, the template would read them as content).
 
 What a response template cannot express (README, "Serving"): generated tool call ids
 (``to_openai``'s ``call_`` + hash: there is no ``id`` in the parsed calls; OpenChatML 2.2's
@@ -70,18 +81,28 @@ _CH_OTHER = _CH + r"(?!(?:final|commentary)" + _END + r")" + _W
 _CH_ANY = _CH + _W
 _CALL = {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}}
 _TEXT = {"strip": False}
+#: tool-call arguments: parsed as JSON (the HF convention), verbatim text when they are not JSON
+_ARGS = {"allow_non_json": True, "strip": False}
+#: the field names the serving engines route (vLLM, SGLang: ``thinking``, ``content``, ``tool_calls``)
+THINKING, CONTENT, TOOL_CALLS = "thinking", "content", "tool_calls"
+
+
+def _calls(**anchors: Any) -> dict[str, Any]:
+    """The ``tool_calls`` field: ``{"type": "function", "function": {"name", "arguments"}}`` per call."""
+    return {**anchors, "content": "json", "content_args": _ARGS, "repeats": True, "transform": _CALL}
+
+
+def _text(**anchors: Any) -> dict[str, Any]:
+    """A ``thinking`` / ``content`` field: plain text, one region (the engines' rule)."""
+    return {**anchors, "content_args": _TEXT}
 
 
 def _channel_fields(fmt: Format, call: str, content: str, reasoning: str) -> dict[str, Any]:
     # a message ends at any of the format's terminators (the token data's) or the next frame's start
     close = [*fmt.terminators.reasons, fmt.generation_prompt()[0][1]]
-    return {
-        "tool_calls": {"open_pattern": call, "close": close, "content_args": _TEXT, "repeats": True,
-                       "transform": _CALL},
-        "content": {"open_pattern": content, "close": close, "content_args": _TEXT, "repeats": True, "join": "\n"},
-        "reasoning_content": {"open_pattern": reasoning, "close": close, "content_args": _TEXT, "repeats": True,
-                              "join": "\n"},
-    }
+    return {TOOL_CALLS: _calls(open_pattern=call, close=close),
+            CONTENT: _text(open_pattern=content, close=close),
+            THINKING: _text(open_pattern=reasoning, close=close)}
 
 
 def _anchor(fmt: Format) -> str:
@@ -118,7 +139,7 @@ def _openchatml(fmt: Format) -> dict[str, Any]:
 
 
 def _chatml(fmt: Format) -> dict[str, Any]:
-    return {"content": {"content_args": _TEXT}, "end": _dropped(_turn_end(fmt))}
+    return {CONTENT: _text(close=_turn_end(fmt))}
 
 
 def _apertus(fmt: Format) -> dict[str, Any]:
@@ -127,7 +148,8 @@ def _apertus(fmt: Format) -> dict[str, Any]:
     # same list) and closed by the ``}`` that ends its object (followed by ``, {"NAME": `` or
     # ``]<|tools_suffix|>``), so ARGS is the body verbatim.  A call opens only once its list's
     # ``<|tools_suffix|>`` has come (the lookahead holds the stream until then): a list cut short
-    # (max tokens) is dropped whole, as ``to_openai`` drops it.
+    # (max tokens) is dropped whole, as ``to_openai`` drops it: the content (the implicit field)
+    # closes on a call list that has no end, taking it along.
     t, e = re.escape(TOOLS), re.escape(END_TOOLS)
     name = r'"(?P<name>' + _APERTUS_NAME + r')": '
     complete = r"(?=(?:(?!" + e + r").)*" + e + r")"
@@ -137,13 +159,10 @@ def _apertus(fmt: Format) -> dict[str, Any]:
     # thoughts end at <|inner_suffix|> (the response follows), or where a call list or the turn's
     # end begins (left for those fields to open on)
     thoughts_end = re.escape(OUTER) + r"|(?=" + t + r"|" + re.escape(_turn_end(fmt)) + r")"
-    return {"content": {"content_args": _TEXT, "repeats": True, "join": "\n"},
-            "reasoning_content": {"open": INNER, "close_pattern": thoughts_end, "content_args": _TEXT,
-                                  "repeats": True, "join": "\n"},
-            "tool_calls": {"open_pattern": first + "|" + later, "close_pattern": call_end, "content_args": _TEXT,
-                           "repeats": True, "transform": _CALL},
-            "tool_sections": _dropped(TOOLS, END_TOOLS),
-            "end": _dropped(_turn_end(fmt))}
+    content_end = re.escape(_turn_end(fmt)) + r"|" + t + r"(?:(?!" + e + r").)*\Z"
+    return {CONTENT: _text(close_pattern=content_end),
+            THINKING: _text(open=INNER, close_pattern=thoughts_end),
+            TOOL_CALLS: _calls(open_pattern=first + "|" + later, close_pattern=call_end)}
 
 
 #: a tool name in an Apertus call list (``apertus_blocks.check_call``'s rule)
@@ -155,13 +174,6 @@ def _turn_end(fmt: Format) -> str:
     return next(iter(fmt.stop_reasons("assistant")))
 
 
-def _dropped(open_: str, close: str | None = None) -> dict[str, Any]:
-    f: dict[str, Any] = {"open": open_, "transform": ""}
-    if close is not None:
-        f["close"] = close
-    return f
-
-
 def response_template(enc: Codec) -> dict[str, Any]:
     """The ``response_template`` dict of ``enc``'s format (see the module docstring)."""
     if enc.fallback_controls:
@@ -171,17 +183,16 @@ def response_template(enc: Codec) -> dict[str, Any]:
     row = _FIELDS.get(name)
     if row is None:
         raise UnrepresentableError(f"no response template for {name!r}", field="format")
-    fields, content = row
     # the prompt's generation prompt is cut by the anchor: the format's own
-    return {"version": 1, "start_anchor": _prompt(enc.format), "defaults": {"role": "assistant", "content": content},
-            "fields": fields(enc.format)}
+    return {"version": 1, "start_anchor": _prompt(enc.format), "defaults": {"role": "assistant"},
+            "fields": row(enc.format)}
 
 
-#: per format: its fields, and the content of a message that has none (None: channel formats)
-_FIELDS: dict[str, tuple[Callable[[Format], dict[str, Any]], str | None]] = {
-    "harmony": (_harmony, None),
-    "openchatml-2.2": (_openchatml, None),
-    "openchatml-2.0": (_openchatml, None),
-    "chatml": (_chatml, ""),
-    "apertus": (_apertus, None),
+#: per format: its fields
+_FIELDS: dict[str, Callable[[Format], dict[str, Any]]] = {
+    "harmony": _harmony,
+    "openchatml-2.2": _openchatml,
+    "openchatml-2.0": _openchatml,
+    "chatml": _chatml,
+    "apertus": _apertus,
 }

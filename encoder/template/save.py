@@ -1,10 +1,19 @@
 """``save_pretrained``: a folder ``AutoTokenizer.from_pretrained`` loads offline.
 
 Written: the tokenizer (``Tokenizer.to_hf``, same ids; ``tokenizer_class``
-``PreTrainedTokenizerFast``, which transformers 4.x and 5.x both load), both templates as
-named templates in ``tokenizer_config.json`` (``default``: the inference template;
-``training``: ``apply_chat_template(..., chat_template="training")`` picks it; see
-``portable_config`` for why not transformers 5's ``chat_template.jinja`` files), ``eos_token`` = the format's first stop token (the answer's end, ``<|return|>``),
+``PreTrainedTokenizerFast``, which transformers 4.x and 5.x both load), the templates as
+named templates in ``tokenizer_config.json`` (see ``portable_config`` for why not
+transformers 5's ``chat_template.jinja`` files): ``default`` is the training template, the
+one with ``{% generation %}`` blocks, because TRL's ``SFTTrainer(assistant_only_loss=True)``
+reads only ``default`` and refuses a template without the blocks; it renders the same text as
+the plain one (transformers' Jinja environment defines the ``generation`` tag, a no-op unless
+masks are asked for).  ``training`` is the same template under its old name
+(``apply_chat_template(..., chat_template="training")``), and ``inference`` the one without
+``generation`` tags, for engines whose Jinja has no such tag (plain jinja2, MiniJinja: they
+refuse the template at parse time; vLLM's and SGLang's Python servers render through
+transformers and take ``default``).  ``eos_token`` = the format's first stop token (the
+answer's end, ``<|return|>``), ``bos_token`` = the control a render starts with where the
+format has one (Apertus ``<s>``, as the reference template's ``{{ bos_token }}``),
 ``pad_token`` = ``<|endoftext|>`` where the vocabulary has it, ``chat_control_tokens`` (so
 ``sanitize_control_tokens=True`` knows them), ``response_template`` (``ocml.encoder.template.response``:
 ``tokenizer.parse_response(ids, prefix=prompt)`` gives ``to_openai``'s message, transformers
@@ -21,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 from ocml.vocab.errors import DependencyError
 
 from ..errors import UnrepresentableError
+from ..messages import Conversation
+from ..pieces import CTL
 from ..stops import stop_ids, stop_tokens
 from .export import chat_template
 from .response import response_template
@@ -29,13 +40,16 @@ if TYPE_CHECKING:
     from ..codec import Renders
 
 TRAINING_TEMPLATE_NAME = "training"
+#: the template without ``generation`` tags, for Jinja engines that do not know the tag
+INFERENCE_TEMPLATE_NAME = "inference"
 #: pad candidates, in order; without one the tokenizer keeps its own pad, else pads with eos
 PAD_CANDIDATES = ("<|endoftext|>", "<|pad|>", "</s>")
 
 
 def special_roles(enc: Renders) -> dict[str, str]:
-    """``eos_token`` (the format's first stop token: the answer's end) and, where the
-    vocabulary has one of ``PAD_CANDIDATES``, ``pad_token``; all registered specials."""
+    """``eos_token`` (the format's first stop token: the answer's end), ``bos_token`` where a
+    render starts with a control (``bos_token``) and, where the vocabulary has one of
+    ``PAD_CANDIDATES``, ``pad_token``; all registered specials."""
     specials = enc.tokenizer.specials
     stops = [t for t in stop_tokens(enc) if t in specials]
     if not stops:
@@ -43,16 +57,27 @@ def special_roles(enc: Renders) -> dict[str, str]:
                                    field="tokenizer",
                                    hint="register the format's controls (vocab.load(NAME, register=FORMAT))")
     roles = {"eos_token": stops[0]}
+    bos = bos_token(enc)
+    if bos is not None:
+        roles["bos_token"] = bos
     pad = next((t for t in PAD_CANDIDATES if t in specials), None)
     if pad is not None:
         roles["pad_token"] = pad
     return roles
 
 
+def bos_token(enc: Renders) -> str | None:
+    """The control every render of ``enc`` starts with, before the first message (the format's
+    framing: Apertus ``<s>``, ChatML's with ``bos_eos=True``), or None."""
+    head, _ = enc.format.frame_pieces(Conversation(()))
+    return head[0][1] if head and head[0][0] == CTL else None
+
+
 def hf_tokenizer(enc: Renders) -> Any:
-    """``enc``'s tokenizer as a ``PreTrainedTokenizerFast``: both templates, eos, pad, controls."""
-    templates = {"default": chat_template(enc, training=False),  # first: refuses fallback mode
-                 TRAINING_TEMPLATE_NAME: chat_template(enc, training=True)}
+    """``enc``'s tokenizer as a ``PreTrainedTokenizerFast``: the templates, eos, bos, pad, controls."""
+    inference = chat_template(enc, training=False)  # first: refuses fallback mode
+    training = chat_template(enc, training=True)
+    templates = {"default": training, TRAINING_TEMPLATE_NAME: training, INFERENCE_TEMPLATE_NAME: inference}
     hf = enc.tokenizer.to_hf(**special_roles(enc))
     if hf.pad_token is None:
         hf.pad_token = hf.eos_token  # already a special token: no id is added
