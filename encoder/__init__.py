@@ -65,7 +65,7 @@ Top-level modules of ``encoder/``, by job:
               stops on)
   people      cli (``ocml``), cli_view (``ocml inspect``, ``render --color``), tokenview (tokens
               as text)
-  speed       gcpolicy (the cyclic collector off while a batch renders)
+  speed       gcpolicy (the cyclic collector off while an ``ocml pack`` worker renders)
 
 Modules stay under 500 lines; a longer one says why at the top of its docstring, in a paragraph
 that starts with ``Size:`` (``tests/test_module_size.py`` checks both rules, and
@@ -74,28 +74,36 @@ that starts with ``Size:`` (``tests/test_module_size.py`` checks both rules, and
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from ocml.vocab import DEFAULT_FORMAT
+
 from .adapters import to_conversation
-from .encoder import Batch, Encoder
+from .batch import Batch
+from .encoder import Encoder
 from .errors import OcmlError
 from .interchange import to_interchange
-from .masks import MaskPolicy
-from .messages import Conversation, CotPolicy, Message, Mode, Options
+from .masks import MaskName, MaskPolicy
+from .messages import Conversation, CotName, CotPolicy, Message, Mode, ModeName, Options
 from .openai_message import ChatChoice
 from .pack import Packed, Packer, PackReport, pack
+from .parse import ParseResult
 from .render import RenderResult
 
 __all__ = [
-    "Batch", "ChatChoice", "Conversation", "CotPolicy", "Encoder", "MaskPolicy", "Message", "Mode", "OcmlError", "Options",
-    "PackReport", "Packed", "Packer", "RenderResult", "pack", "to_conversation", "to_interchange",
+    "DEFAULT_FORMAT", "Batch", "ChatChoice", "Conversation", "CotName", "CotPolicy", "Encoder", "MaskName", "MaskPolicy",
+    "Message", "Mode", "ModeName", "OcmlError", "Options", "PackReport", "Packed", "Packer", "ParseResult",
+    "RenderResult", "pack", "to_conversation", "to_interchange",
 ]
 
+if not TYPE_CHECKING:
+    # ``ocml.encoder.stops.stop_ids(...)`` works without importing the submodule first (any submodule:
+    # derived from the package, not a list to keep in step).  Hidden from type checkers: there an
+    # unknown name is an error, not ``Any`` (``import ocml.encoder.stops`` for the type-checked spelling).
+    def __getattr__(name: str) -> object:
+        import importlib
+        import importlib.util
 
-# ``ocml.encoder.stops.stop_ids(...)`` works without importing the submodule first
-# (any submodule: derived from the package, not a list to keep in step).
-def __getattr__(name: str):  # type: ignore[no-untyped-def]
-    import importlib
-    import importlib.util
-
-    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+            return importlib.import_module(f"{__name__}.{name}")
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -221,7 +221,7 @@ def _open_text(path: Path, compression: str | None) -> IO[bytes]:
         reader = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
         import io
 
-        return io.BufferedReader(reader, buffer_size=1 << 20)  # type: ignore[arg-type]
+        return io.BufferedReader(reader, buffer_size=1 << 20)
     return open(path, "rb", buffering=1 << 20)
 
 

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ocml.vocab import DEFAULT_FORMAT
+
 
 def _cmd_template(args: argparse.Namespace) -> int:
     from ..encoder import Encoder
@@ -30,7 +32,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "{% generation %} blocks). With --out DIR: write the tokenizer, both templates "
         "(named 'default' and 'training' in tokenizer_config.json) and generation_config.json.",
     )
-    p.add_argument("--format", default="openchatml-2.2")
+    p.add_argument("--format", default=DEFAULT_FORMAT)
     p.add_argument("--tokenizer", default=None, help="o200k_harmony, o200k_base, cl100k_base or a .tiktoken path "
                    "(default: the format's own, controls registered)")
     p.add_argument("--training", action="store_true", help="print the training template")

@@ -53,7 +53,7 @@ from ..errors import UnrepresentableError
 from ..formats.apertus_blocks import END_TOOLS, INNER, OUTER, TOOLS
 
 if TYPE_CHECKING:
-    from ..codec import Codec
+    from ..codec import Codec, Renders
     from ..formats.base import Format
 
 __all__ = ["response_template"]
@@ -162,7 +162,7 @@ def _dropped(open_: str, close: str | None = None) -> dict[str, Any]:
     return f
 
 
-def response_template(enc: Codec) -> dict[str, Any]:
+def response_template(enc: Codec | Renders) -> dict[str, Any]:
     """The ``response_template`` dict of ``enc``'s format (see the module docstring)."""
     if enc.fallback_controls:
         raise UnrepresentableError("no response template in fallback mode: the controls are text",
