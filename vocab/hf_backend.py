@@ -33,12 +33,15 @@ import os
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .bytelevel import BYTE_DECODER
 from .errors import InputTypeError, VocabError, as_strings, expect, require
 from .tables import canonical_formats, control_table
 from .tokenizer import Tokenizer, specials_digest
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerFast
 
 
 def _repair(text: str) -> str:
@@ -262,7 +265,7 @@ class HFTokenizer(Tokenizer):
         return dict(self._roles)
 
     def to_hf(self, *, eos_token: str | None = None, pad_token: str | None = None,
-              bos_token: str | None = None) -> Any:
+              bos_token: str | None = None) -> PreTrainedTokenizerFast:
         """A new ``transformers.PreTrainedTokenizerFast`` of the model's tokenizer plus the
         registered controls (see ``Tokenizer.to_hf``); roles default to ``default_roles``."""
         transformers = require("transformers")

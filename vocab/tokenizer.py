@@ -17,11 +17,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from itertools import compress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .errors import InputTypeError, OcmlError, UnknownNameError, VocabError, as_strings, expect
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerFast
 
 
 class Tokenizer(ABC):
@@ -198,7 +201,7 @@ class Tokenizer(ABC):
 
     @abstractmethod
     def to_hf(self, *, eos_token: str | None = None, pad_token: str | None = None,
-              bos_token: str | None = None) -> Any:
+              bos_token: str | None = None) -> PreTrainedTokenizerFast:
         """A new ``transformers.PreTrainedTokenizerFast`` with exactly the same ids.
 
         Every call returns an object of its own (set ``chat_template``, add tokens...: nothing
