@@ -31,7 +31,7 @@ How each format is expressed:
   the template would read them as content), empty blocks between two blocks of one kind
   (``to_openai`` merges those blocks, the template joins them with ``"\\n"``).
 
-What a response template cannot express (README, "Serving"): generated tool call ids
+What a response template cannot express (docs/serving.md): generated tool call ids
 (``to_openai``'s ``call_`` + hash: there is no ``id`` in the parsed calls; OpenChatML 2.2's
 ``call_id=`` header is not read either, a transform cannot make a field optional),
 ``finish_reason`` (a template parses text, it does not know why generation stopped), an
