@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+from typing import Any
 
 import numpy as np
 
@@ -22,18 +25,18 @@ class Batch:
     def __len__(self) -> int:
         return len(self.results)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[RenderResult | None]:
         return iter(self.results)
 
     def __getitem__(self, i: int) -> RenderResult | None:
         return self.results[i]
 
-    def ragged(self) -> dict[str, np.ndarray]:
+    def ragged(self) -> dict[str, np.ndarray[Any, Any]]:
         """The successful results, flat: ``ids``/``mask``/``message_index`` (concatenated),
         ``offsets`` (int64, len n+1) and ``index`` (int64, len n: the input index of each
         document, since failed rows are left out and positions no longer line up)."""
         index = [i for i, r in enumerate(self.results) if r is not None]
-        ok = [self.results[i] for i in index]
+        ok = [r for r in self.results if r is not None]
         lens = np.array([len(r) for r in ok], dtype=np.int64)
         offsets = np.zeros(len(ok) + 1, dtype=np.int64)
         np.cumsum(lens, out=offsets[1:])

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from .cli_args import add_mask, add_reasoning, format_options
+from ocml.vocab import DEFAULT_FORMAT
+
 from .errors import InputError, OcmlError
 from .jsonlimits import loads_record
 
@@ -235,7 +237,7 @@ def _add_one_conversation_args(p: argparse.ArgumentParser, shared: bool = False)
                    help="take line N (1-based) of a JSON Lines file")
     if shared:  # --format / --tokenizer come from the option set shared with ocml pack
         return
-    p.add_argument("--format", default="openchatml-2.2", choices=_formats(), help="chat format (default %(default)s)")
+    p.add_argument("--format", default=DEFAULT_FORMAT, choices=_formats(), help="chat format (default %(default)s)")
     p.add_argument("--tokenizer", default=None, metavar="NAME",
                    help="o200k_harmony, o200k_base, cl100k_base, a .tiktoken path, or an HF tokenizer folder / "
                         "tokenizer.json (default: the format's own, control tokens registered)")

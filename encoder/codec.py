@@ -29,8 +29,8 @@ from .stream.lexicon import Lexicon, build_lexicon
 if TYPE_CHECKING:
     from .formats.base import Format
     from .inputs.shapes import ShapeOptions
-    from .masks import MaskPolicy
-    from .messages import Conversation, CotPolicy, Mode
+    from .masks import MaskPolicy, MaskSpec
+    from .messages import Conversation, CotName, CotPolicy, Mode, ModeName
     from .render import Renderer, RenderJob, RenderResult
 
 __all__ = ["Codec", "Renders", "default_tokenizer"]
@@ -72,7 +72,7 @@ class Codec:
     def table(self, build: Callable[[Codec], T]) -> T:
         """``build(self)``, built on the first call and kept: a feature's derived table."""
         try:
-            return self._tables[build]  # type: ignore[no-any-return]
+            return self._tables[build]
         except KeyError:
             made = self._tables[build] = build(self)
             return made
@@ -101,8 +101,8 @@ class Renders(Protocol):
 
     def table(self, build: Callable[[Codec], T]) -> T: ...
 
-    def render(self, conversation: Any, mode: Mode | str = "train", *, cot: CotPolicy | str | None = None,
-               mask: MaskPolicy | str | dict | None = None) -> RenderResult: ...
+    def render(self, conversation: Any, mode: Mode | ModeName = "train", *, cot: CotPolicy | CotName | None = None,
+               mask: MaskSpec = None) -> RenderResult: ...
 
     def prepare(self, conversation: Any, cot: CotPolicy | str | None = None) -> tuple[Conversation, list[int]]: ...
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
 from ocml import vocab
-from ocml.vocab import Tokenizer, canonical_format
+from ocml.vocab import DEFAULT_FORMAT, Tokenizer, canonical_format
 from ocml.vocab.errors import as_enum, expect
 
 from .adapters import SHAPES, relocate
@@ -26,17 +26,29 @@ from .codec import Codec, default_tokenizer
 from .cot import dropped as cot_dropped, parse_cot
 from .errors import InputError, InputTypeError, OcmlError
 from .formats import format_class
-from .gcpolicy import rendering
 from .jsonlimits import reraise
 from .inputs import layout as record_layout
 from .inputs.shapes import RECORD_SHAPES, ShapeOptions
-from .masks import MaskPolicy
-from .messages import Conversation, CotPolicy, Mode
+from .grammar.terminators import StopMode
+from .masks import MaskPolicy, MaskSpec
+from .messages import Conversation, CotName, CotPolicy, Message, Mode, ModeName
 from .prefill import check_continuable
 from .render import Renderer, RenderJob, RenderResult
 
+if TYPE_CHECKING:  # the return types of the features imported where they are called
+    from pathlib import Path
 
-def _mode(mode: Mode | str) -> Mode:
+    from .formats.chatml_fim import FimDocument, FimOrderName
+    from .openai_chunks import Chunker
+    from .openai_message import ChatChoice
+    from .parse import ParseErrors, ParseResult
+    from .stream.decoder import StreamDecoder
+
+#: ``errors=`` of ``render_batch``
+BatchErrors = Literal["raise", "collect"]
+
+
+def _mode(mode: Mode | ModeName) -> Mode:
     return as_enum(mode, Mode, "mode", "mode")
 
 
@@ -44,7 +56,7 @@ def _check_format_options(cls: type, options: dict[str, Any]) -> None:
     """``Encoder(foo=1)``: a typed error naming the argument, not a TypeError from deep inside."""
     import inspect
 
-    accepted = [p.name for p in inspect.signature(cls.__init__).parameters.values()
+    accepted = [p.name for p in inspect.signature(cls).parameters.values()
                 if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name != "validate_bodies"]
     for name in options:
         if name not in accepted:
@@ -64,6 +76,8 @@ def _rebuild_encoder(format_name: str, tokenizer: Tokenizer, options: dict[str, 
 class Encoder(Codec):
     """Render conversations to ids + masks (and back) for one format and tokenizer.
 
+    ``format``: a format name (``ocml.vocab.FORMAT_NAMES`` or an alias such as ``gpt-oss``);
+    omitted, ``DEFAULT_FORMAT`` (``"openchatml-2.2"``, the format ``ocml pack`` also defaults to).
     ``tokenizer``: a ``ocml.vocab.Tokenizer``, a name or ``.tiktoken`` path for ``ocml.vocab.load``, an HF
     tokenizer folder or ``tokenizer.json`` for ``ocml.vocab.from_hf`` (loaded as is: a tokenizer
     without the format's controls means fallback mode), or None for the format's
@@ -74,15 +88,15 @@ class Encoder(Codec):
 
     def __init__(
         self,
-        format: str = "openchatml-2.2",
+        format: str = DEFAULT_FORMAT,
         tokenizer: Tokenizer | str | None = None,
         *,
-        mask: MaskPolicy | str | dict | None = None,
-        cot: CotPolicy | str | None = None,
+        mask: MaskSpec = None,
+        cot: CotPolicy | CotName | None = None,
         validate_bodies: bool = True,
         threads: int | None = None,
         shape: str = "auto",
-        shape_options: ShapeOptions | dict | None = None,
+        shape_options: ShapeOptions | dict[str, Any] | None = None,
         **format_options: Any,
     ) -> None:
         format_name = canonical_format(format)
@@ -120,7 +134,7 @@ class Encoder(Codec):
     def __repr__(self) -> str:
         return f"<Encoder {self.format_name} on {self.tokenizer!r}>"
 
-    def _mask(self, mask: MaskPolicy | str | dict | None) -> MaskPolicy:
+    def _mask(self, mask: MaskSpec | str) -> MaskPolicy:
         """A mask policy this format applies (one it would ignore is a usage error)."""
         policy = MaskPolicy.parse(mask)
         why = self.format.mask_unsupported(policy)
@@ -130,7 +144,7 @@ class Encoder(Codec):
                                                 "policy)")
         return policy
 
-    def _cot(self, cot: CotPolicy | str | None) -> CotPolicy:
+    def _cot(self, cot: CotPolicy | CotName | str | None) -> CotPolicy:
         """A CoT policy this format applies (one it would ignore is a usage error)."""
         policy = parse_cot(cot)
         allowed = self.format.cot_policies()
@@ -192,19 +206,33 @@ class Encoder(Codec):
         except OcmlError as exc:
             raise relocate(exc, msgs) from None
 
-    def render(self, conversation: Any, mode: Mode | str = "train", *, cot: CotPolicy | str | None = None,
-               mask: MaskPolicy | str | dict | None = None) -> RenderResult:
+    def render(self, conversation: Any, mode: Mode | ModeName = "train", *, cot: CotPolicy | CotName | None = None,
+               mask: MaskSpec = None) -> RenderResult:
+        """One conversation -> ``RenderResult`` (``ids``, ``mask``, ``labels``, ``message_index``).
+
+        ``conversation``: OpenAI / HF chat messages (a list of dicts, or a dict with ``messages``,
+        ``tools``...), openai-harmony JSON, ``ocml.Conversation``, or a record of another shape
+        (prompt/completion, Alpaca, text; see ``shape=``).  ``mode``: ``"train"`` (a supervised
+        example: the last assistant message ends as the model ends its turn), ``"prompt"`` (the
+        history plus the generation prompt of the next assistant turn), ``"history"`` (every message
+        closed with its ordinary end), ``"continue"`` (the last assistant message left open, for a
+        prefilled generation).  ``cot`` / ``mask``: this call's reasoning and loss-mask policies
+        (default: the encoder's).  Raises an ``OcmlError`` (with a code, the offending message
+        index and field) for input the format cannot carry.
+        """
         policy = None if mask is None else self._mask(mask)
         return self.renderer.assemble([self._layout(conversation, _mode(mode), cot, policy)])[0]
 
-    def render_batch(self, conversations: Iterable[Any], mode: Mode | str = "train", *,
-                     cot: CotPolicy | str | None = None, mask: MaskPolicy | str | dict | None = None,
-                     errors: str = "raise", chunk: int = 256) -> Batch:
+    def render_batch(self, conversations: Iterable[Any], mode: Mode | ModeName = "train", *,
+                     cot: CotPolicy | CotName | None = None, mask: MaskSpec = None,
+                     errors: BatchErrors = "raise", chunk: int = 256) -> Batch:
         """Render many conversations (the data-preparation path).
 
         ``errors="collect"`` records bad inputs (by index) and goes on.  Conversations are
         laid out, encoded and assembled ``chunk`` at a time, so numpy and thread hand-off
         costs are paid per chunk; each result's arrays are views into its chunk's arrays.
+        The garbage collector is the caller's: a library call leaves process-wide settings
+        alone (``ocml pack``'s worker processes tune theirs, ``ocml.encoder.gcpolicy``).
         """
         if errors not in ("raise", "collect"):
             raise vocab.UnknownNameError(f"errors={errors!r}", field="errors", hint="'raise' or 'collect'")
@@ -225,32 +253,31 @@ class Encoder(Codec):
                 out.results[slot] = res
             pending.clear()
 
-        # The cyclic collector off for each chunk (``gcpolicy``): its passes over the short-lived
-        # render objects find nothing to free (6-10% of a batch); between chunks it is back on and
-        # collects the young generation, so cyclic garbage stays bounded by one chunk.
-        items = enumerate(conversations)
-        more = True
-        while more:
-            with rendering():
-                for i, conv in items:
-                    out.results.append(None)
-                    try:
-                        pending.append((i, self._layout(conv, m, cot, policy)))
-                    except OcmlError as exc:
-                        if errors == "raise":
-                            raise
-                        out.errors.append((i, exc))
-                    if len(pending) >= chunk:
-                        break
-                else:
-                    more = False
-                if pending:
-                    flush()
+        for i, conv in enumerate(conversations):
+            out.results.append(None)
+            try:
+                pending.append((i, self._layout(conv, m, cot, policy)))
+            except OcmlError as exc:
+                if errors == "raise":
+                    raise
+                out.errors.append((i, exc))
+            if len(pending) >= chunk:
+                flush()
+        if pending:
+            flush()
         return out
 
     # -- the other direction -------------------------------------------------------
+    @overload
+    def parse(self, ids: Sequence[int] | np.ndarray, *, strict: bool = False, role: str | None = None,
+              errors: Literal["ignore", "raise"] = "ignore") -> list[Message]: ...
+
+    @overload
+    def parse(self, ids: Sequence[int] | np.ndarray, *, strict: bool = False, role: str | None = None,
+              errors: Literal["collect"]) -> ParseResult: ...
+
     def parse(self, ids: Sequence[int] | np.ndarray, *, strict: bool = False,
-              role: str | None = None, errors: str = "ignore") -> Any:
+              role: str | None = None, errors: ParseErrors = "ignore") -> list[Message] | ParseResult:
         """ids -> messages.  ``role``: the prefilled ``<|start|>ROLE`` (None when the ids
         start with ``<|start|>``).  ``errors``: ``"ignore"`` (default: lenient, a list of
         messages), ``"collect"`` (lenient, a ``ParseResult`` with ``.messages``, ``.ends``
@@ -262,7 +289,7 @@ class Encoder(Codec):
         return parse_ids(self, ids, strict=strict, role=role, detailed=detailed)
 
     def to_openai(self, ids: Sequence[int] | np.ndarray, *, role: str | None = "assistant", strict: bool = False,
-                  call_id_seed: str = "") -> Any:
+                  call_id_seed: str = "") -> ChatChoice:
         """Completion ids -> an OpenAI Chat Completions choice (``ocml.encoder.openai_message.ChatChoice``):
         ``.message`` (``content``, ``reasoning_content``, ``tool_calls``), ``.finish_reason``
         (``stop`` | ``tool_calls`` | ``length``) and ``.errors``.  ``role``: the prefilled
@@ -283,7 +310,8 @@ class Encoder(Codec):
 
         return parse_interchange(self, ids, role=role, strict=strict)
 
-    def to_text(self, conversation: Any, mode: Mode | str = "history", *, cot: CotPolicy | str | None = "keep-all",
+    def to_text(self, conversation: Any, mode: Mode | ModeName = "history", *,
+                cot: CotPolicy | CotName | None = "keep-all",
                 header: bool = True) -> str:
         from .transcript import to_text
 
@@ -291,7 +319,7 @@ class Encoder(Codec):
             cot = None  # the transcript default: this format has no reasoning to keep
         return to_text(self, conversation, mode=_mode(mode), cot=cot, header=header)
 
-    def render_fim(self, prefix: str, suffix: str, middle: str | None = None, *, order: str = "psm",
+    def render_fim(self, prefix: str, suffix: str, middle: str | None = None, *, order: FimOrderName = "psm",
                    files: Sequence[Any] = (), path: str | None = None, end: str | None = "</s>") -> RenderResult:
         """A fill-in-the-middle document (``chatml``; ``ocml.encoder.formats.chatml_fim``).
 
@@ -306,7 +334,7 @@ class Encoder(Codec):
                                          path=path, end=end)
         return self.renderer.assemble([self.renderer.layout_pieces(entries, Conversation(()))])[0]
 
-    def parse_fim(self, ids: Sequence[int] | np.ndarray, *, prefix: str | None = None) -> Any:
+    def parse_fim(self, ids: Sequence[int] | np.ndarray, *, prefix: str | None = None) -> FimDocument:
         """ids of a fill-in-the-middle document -> ``FimDocument`` (``chatml``).  In the ``spm`` /
         ``sp`` orders the prefix and the middle are one text run: pass the known ``prefix`` to split it."""
         from .formats.chatml_fim import parse_fim
@@ -319,19 +347,19 @@ class Encoder(Codec):
         return parse_text(self, text, strict=strict)
 
     # -- inference side ----------------------------------------------------------------
-    def stop_ids(self, mode: str = "assistant") -> list[int]:
+    def stop_ids(self, mode: StopMode = "assistant") -> list[int]:
         """Ids a sampler stops on: the turn-ending controls that are registered."""
         from .stops import stop_ids
 
         return stop_ids(self, mode)
 
-    def stop_strings(self, mode: str = "assistant") -> list[str]:
+    def stop_strings(self, mode: StopMode = "assistant") -> list[str]:
         """Stop controls spelled as text (fallback mode): for samplers' string stops."""
         from .stops import stop_strings
 
         return stop_strings(self, mode)
 
-    def decoder(self, role: str | None = None, **kw: Any) -> Any:
+    def decoder(self, role: str | None = None, **kw: Any) -> StreamDecoder:
         """A stream decoder (``ocml.encoder.stream.decoder.StreamDecoder``): ``feed(ids)`` / ``finish(stop_reason=None,
         eos=False)`` -> events.  ``prefill=``: a ``render(..., mode="continue")`` result (or the messages)
         whose open last message the stream continues (``ocml.encoder.prefill``)."""
@@ -339,7 +367,7 @@ class Encoder(Codec):
 
         return StreamDecoder(self, role=role, **kw)
 
-    def chunker(self, role: str | None = "assistant", **kw: Any) -> Any:
+    def chunker(self, role: str | None = "assistant", **kw: Any) -> Chunker:
         """OpenAI ``chat.completion.chunk`` dicts for a stream (``ocml.encoder.openai_chunks.Chunker``):
         ``feed(ids)`` / ``finish(stop_reason=None, eos=False)`` -> list of chunks."""
         from .openai_chunks import Chunker
@@ -354,7 +382,7 @@ class Encoder(Codec):
 
         return chat_template(self, training=training)
 
-    def save_pretrained(self, directory: Any) -> Any:
+    def save_pretrained(self, directory: str | Path) -> Path:
         """Write a folder ``AutoTokenizer.from_pretrained`` loads offline: tokenizer, both chat
         templates, eos = the format's stop token, ``generation_config.json`` with the stop ids."""
         from .template import save_pretrained

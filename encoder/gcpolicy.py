@@ -1,9 +1,8 @@
-"""Garbage-collector policy while rendering: ``Encoder.render_batch`` and the pipeline's
-render workers (issue 18).
+"""Garbage-collector policy while ``ocml pack``'s render workers render.
 
 Rendering a chunk allocates many short-lived objects (messages, pieces, small lists) that die
 by reference counting; generational GC passes over them find nothing to free, yet cost 6-16%
-of ``render_batch`` (measured on 1,500 to 6,000 agentic records, Harmony).  So a chunk renders
+of a render pass (measured on 1,500 to 6,000 agentic records, Harmony).  So a chunk renders
 with the cyclic collector off; after it the collector is back on and one young-generation
 pass frees any cyclic garbage the chunk made (bounded: one chunk's worth).  The switch is
 process-wide: another thread's cyclic garbage also waits for the end of the chunk.  Worker processes also freeze
@@ -13,7 +12,8 @@ again (and, after a fork, from touching their pages).
 
 Only the worker process is frozen: the in-process path (``--workers 1``) only switches the
 collector off around a chunk and restores the caller's setting.
-``Encoder.render_batch`` does the same around each of its chunks (a library call: nothing frozen).
+``Encoder.render_batch`` leaves the collector alone: a library call does not change a process-wide
+setting under its caller's other threads (it costs that call about 4%: ``docs/decisions.md``).
 """
 
 from __future__ import annotations

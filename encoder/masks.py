@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Literal
 
 from .errors import UnknownNameError
 from .messages import Message
@@ -32,7 +33,7 @@ class MaskPolicy:
     terminator: bool = True
 
     @classmethod
-    def parse(cls, spec: MaskPolicy | str | dict | None) -> MaskPolicy:
+    def parse(cls, spec: MaskPolicy | str | dict[str, Any] | None) -> MaskPolicy:
         if spec is None:
             return DEFAULT_MASK
         if isinstance(spec, MaskPolicy):
@@ -55,6 +56,10 @@ class MaskPolicy:
 
 
 DEFAULT_MASK = MaskPolicy()
+#: ``mask=`` by name: ``NAMED_MASKS``'s keys (tests/test_public_types.py keeps the two in step)
+MaskName = Literal["assistant", "default", "last", "final", "no-analysis", "no-tool-bodies", "none"]
+#: what ``mask=`` takes: a policy, its name, or a dict of ``MaskPolicy`` fields
+MaskSpec = MaskPolicy | MaskName | dict[str, Any] | None
 NAMED_MASKS: dict[str, MaskPolicy] = {
     "assistant": DEFAULT_MASK,
     "default": DEFAULT_MASK,

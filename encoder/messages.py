@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 
 
@@ -19,11 +19,19 @@ class Mode(str, Enum):
     CONTINUE = "continue"  # like train, the last (assistant) message left open: prefilled generation
 
 
+#: ``mode=`` as a string: ``Mode``'s values (tests/test_public_types.py keeps the two in step)
+ModeName = Literal["train", "prompt", "history", "continue"]
+
+
 class CotPolicy(str, Enum):
     DEFAULT = "default"    # OpenChatML §7 / HIP-1 rule 7
     HARMONY = "harmony"    # openai-harmony 0.0.8's exact auto-drop rule
     KEEP_ALL = "keep-all"
     DROP_ALL = "drop-all"
+
+
+#: ``cot=`` as a string: ``CotPolicy``'s values
+CotName = Literal["default", "harmony", "keep-all", "drop-all"]
 
 
 CHANNELS = ("analysis", "commentary", "final")

@@ -77,13 +77,13 @@ class Chunker:
         for name, val in (("id", id), ("model", model), ("call_id_seed", call_id_seed)):
             if val is not None and not isinstance(val, str):
                 raise InputTypeError(f"{name} must be a string, got {type(val).__name__}", field=name)
-        for name, val in (("created", created), ("index", index), ("prompt_tokens", prompt_tokens)):
-            if val is not None and (type(val) is not int or val < 0):
-                raise InputTypeError(f"{name} must be an integer >= 0, got {val!r}", field=name)
+        for name, num in (("created", created), ("index", index), ("prompt_tokens", prompt_tokens)):
+            if num is not None and (type(num) is not int or num < 0):
+                raise InputTypeError(f"{name} must be an integer >= 0, got {num!r}", field=name)
         if include_usage is not True and include_usage is not False:
             raise InputTypeError(f"include_usage must be True or False, got {include_usage!r}", field="include_usage")
         self.decoder = StreamDecoder(enc, role=None if prefill is not None else role, prefill=prefill, **decoder_kw)
-        if prompt_tokens is None and prefill is not None:
+        if prompt_tokens is None and self.decoder.prefill is not None:
             prompt_tokens = len(self.decoder.prefill)
         if include_usage and prompt_tokens is None:
             raise InputError("include_usage=True needs prompt_tokens (the prompt's length)", field="prompt_tokens")
@@ -118,7 +118,7 @@ class Chunker:
         if self._done:
             return []
         evs = self.decoder.feed(ids)
-        n = 1 if isinstance(ids, int) or (hasattr(ids, "ndim") and ids.ndim == 0) else len(ids)  # type: ignore[arg-type]
+        n = 1 if isinstance(ids, int) or (hasattr(ids, "ndim") and ids.ndim == 0) else len(ids)
         stop = next((e for e in evs if type(e) is Stop), None)
         self.completion_tokens += n - (stop.trailing if stop is not None else 0)
         return self._convert(evs)
@@ -168,9 +168,9 @@ class Chunker:
             elif t is MessageStart:
                 self._start(ev, out)  # type: ignore[arg-type]
             elif t is MessageEnd:
-                parts = parts_of(ev.message)  # type: ignore[union-attr]
+                parts = parts_of(ev.message)  # type: ignore[arg-type, union-attr]
                 if parts is None:
-                    self._ids.add(ev.message)  # type: ignore[union-attr]
+                    self._ids.add(ev.message)  # type: ignore[arg-type, union-attr]
                 else:
                     self._block_calls(parts, out)
                 self._kind = None

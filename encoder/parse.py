@@ -26,7 +26,7 @@ import re
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args, overload
 
 import numpy as np
 
@@ -71,8 +71,9 @@ class ParseResult:
         return not self.errors
 
 
-#: ``errors=`` of ``Encoder.parse``
-ERROR_MODES = ("ignore", "collect", "raise")
+#: ``errors=`` of ``Encoder.parse``: ``"collect"`` returns a ``ParseResult``, the others a list of messages
+ParseErrors = Literal["ignore", "collect", "raise"]
+ERROR_MODES: tuple[str, ...] = get_args(ParseErrors)
 
 
 def error_mode(strict: Any, errors: Any) -> tuple[bool, bool]:
@@ -328,8 +329,19 @@ def parser_for(enc: Codec) -> IdParser:
     return enc.table(IdParser)
 
 
+@overload
+def parse_ids(enc: Codec, ids: Sequence[int] | np.ndarray, *, strict: bool = False, role: str | None = None,
+              detailed: Literal[False] = False) -> list[Message]: ...
+@overload
+def parse_ids(enc: Codec, ids: Sequence[int] | np.ndarray, *, strict: bool = False, role: str | None = None,
+              detailed: Literal[True]) -> ParseResult: ...
+@overload
+def parse_ids(enc: Codec, ids: Sequence[int] | np.ndarray, *, strict: bool = False, role: str | None = None,
+              detailed: bool) -> list[Message] | ParseResult: ...
+
+
 def parse_ids(enc: Codec, ids: Sequence[int] | np.ndarray, *, strict: bool = False,
-              role: str | None = None, detailed: bool = False) -> Any:
+              role: str | None = None, detailed: bool = False) -> list[Message] | ParseResult:
     """ids -> messages (``detailed``: a ``ParseResult``).  ``role``: the prefilled ``<|start|>ROLE``."""
     role = prefill_role(enc.format, role)
     p = parser_for(enc)

@@ -61,7 +61,7 @@ class RenderResult:
         ``expanded_index`` tells those apart."""
         src = self._sources()
         if len(src) == 0:
-            return self.expanded_index.copy()
+            return np.array(self.expanded_index)
         idx = self.expanded_index
         return np.where(idx >= 0, src[np.maximum(idx, 0)], idx).astype(np.int32)
 
@@ -70,7 +70,7 @@ class RenderResult:
         """Input positions of the messages whose content (or part of it: the reasoning of an
         answer) the CoT policy left out."""
         msgs = self.conversation.messages
-        return tuple(sorted({SYNTHESIZED if msgs[i].source is None else msgs[i].source for i in self.dropped_expanded}))
+        return tuple(sorted({SYNTHESIZED if (s := msgs[i].source) is None else s for i in self.dropped_expanded}))
 
     @property
     def labels(self) -> np.ndarray:
@@ -165,7 +165,8 @@ class Renderer:
     @property
     def byte_len_list(self) -> list[int]:
         self.byte_len  # noqa: B018  (builds both)
-        return self._byte_len_list
+        listed: list[int] = self._byte_len_list
+        return listed
 
     def layout(self, conv: Conversation, keep: Sequence[int], flags: Sequence[Flags], train_mode: bool,
                prompt_mode: bool, dropped: tuple[int, ...], open_last: bool = False) -> RenderJob:

@@ -142,9 +142,9 @@ def token_ranges(ids: Any, run: Run, byte_len: np.ndarray, byte_len_list: list[i
             t0 += 1
             if t0 >= t1:
                 continue
-        last = out[-1] if out else None
-        if last is not None and last[2] == tr and last[3] == ow and last[1] == t0:
-            last[1] = t1
+        prev = out[-1] if out else None
+        if prev is not None and prev[2] == tr and prev[3] == ow and prev[1] == t0:
+            prev[1] = t1
         else:
             out.append([t0, t1, tr, ow])
     return out

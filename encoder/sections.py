@@ -116,7 +116,7 @@ class SectionCache:
         except TypeError:  # an unhashable option value: built as usual, its error raised there
             return build()
         if got is not None:
-            return got  # type: ignore[no-any-return]
+            return got
         value = build()
         if not self._by_key.put(key, value, weight):
             return value  # not kept: not interned either (its ids are not cached)

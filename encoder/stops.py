@@ -96,7 +96,7 @@ def vllm_sampling_kwargs(enc: Codec | str, mode: str = "assistant",
 
 
 def _make_criteria_class(base: type) -> type:
-    class OcmlStoppingCriteria(base):  # type: ignore[misc, valid-type]
+    class OcmlStoppingCriteria(base):
         """Stops a sequence when its last id is a stop id or its text ends with a stop string.
 
         With torch, ``__call__(input_ids, scores)`` takes the usual ``LongTensor``
@@ -163,7 +163,7 @@ def _hf_class(module: str, name: str, needs_torch: bool) -> type | None:
 
     try:
         if needs_torch:
-            import torch  # type: ignore[import-not-found]  # noqa: F401
+            import torch  # noqa: F401
         cls = getattr(importlib.import_module(module), name)
     except Exception:
         return None
@@ -190,7 +190,7 @@ _END = object()
 
 
 def _make_streamer_class(base: type) -> type:
-    class OcmlStreamer(base):  # type: ignore[misc, valid-type]
+    class OcmlStreamer(base):
         """A ``generate(streamer=...)`` streamer that reads the ids with ocml's decoder (see ``hf_streamer``)."""
 
         def __init__(self, enc: Codec, *, output: str = "chunks", role: str | None = "assistant",

@@ -45,7 +45,7 @@ def _build_text_format(enc: Codec) -> Format:
     return type(enc.format)(_TextOnly(), validate_bodies=False, **enc.format.init_options())  # type: ignore[arg-type]
 
 
-def _text_format(enc: Codec) -> Format:
+def _text_format(enc: Codec | Renders) -> Format:
     """The format on a tokenizer view with no controls (every control spelled as text): built once per codec."""
     return enc.table(_build_text_format)
 
@@ -86,7 +86,7 @@ def to_text(enc: Renders, conversation: Any, *, mode: Mode, cot: CotPolicy | str
     if not header or enc.format.transcript_version is None:
         return body
     meta: dict[str, Any] = {"version": enc.format.transcript_version}
-    settings = {}
+    settings: dict[str, Any] = {}
     if conv.options.reasoning_effort:
         settings["reasoning_effort"] = conv.options.reasoning_effort
     if conv.options.builtin_tools:

@@ -39,7 +39,9 @@ def test_the_in_process_pool_renders_with_the_collector_off(monkeypatch: pytest.
     assert seen == [False, False] and gc.isenabled()
 
 
-def test_render_batch_renders_with_the_collector_off_and_restores_it() -> None:
+def test_render_batch_leaves_the_process_wide_collector_alone() -> None:
+    """A library call: the caller's other threads keep their collector (``ocml pack``'s own worker
+    processes switch it off, above)."""
     from ocml import encoder
 
     enc = encoder.Encoder("harmony")
@@ -51,7 +53,14 @@ def test_render_batch_renders_with_the_collector_off_and_restores_it() -> None:
             yield [{"role": "user", "content": text}]
 
     assert len(enc.render_batch(convs()).results) == 2
-    assert seen == [False, False] and gc.isenabled()
+    assert seen == [True, True] and gc.isenabled()
+    gc.disable()  # and a caller's disabled collector stays disabled
+    try:
+        seen.clear()
+        enc.render_batch(convs())
+        assert seen == [False, False] and not gc.isenabled()
+    finally:
+        gc.enable()
     with pytest.raises(encoder.OcmlError):
         enc.render_batch([[{"role": "user"}]])  # no content: raises inside the batch
     assert gc.isenabled()

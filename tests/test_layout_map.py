@@ -1,20 +1,21 @@
-"""The layout map (``encoder/__init__.py``'s docstring) gives every folder of ``encoder/`` and
+"""The layout map (the ```text block of ``docs/architecture.md``) gives every folder of ``encoder/`` and
 ``vocab/`` its line, and every top-level module its job, so a newcomer finds a thing in one guess;
 a new folder or module without a line fails here, and so does a line for a folder that is gone."""
 
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TOPS = ("encoder", "vocab")
-MAP = Path("encoder") / "__init__.py"
+MAP = Path("docs") / "architecture.md"
 
 
 def layout_map(root: Path) -> str:
-    return ast.get_docstring(ast.parse((root / MAP).read_text("utf-8"))) or ""
+    """The first ```text block of the architecture page (the map); empty when there is none."""
+    found = re.search(r"```text\n(.*?)```", (root / MAP).read_text("utf-8"), flags=re.S)
+    return found.group(1) if found else ""
 
 
 def folders(root: Path) -> list[str]:
@@ -43,7 +44,7 @@ def unmapped(root: Path) -> list[str]:
 
 
 def test_every_folder_and_top_level_module_has_its_line():
-    assert unmapped(ROOT) == [], f"give each its line in the layout map ({MAP}'s docstring)"
+    assert unmapped(ROOT) == [], f"give each its line in the layout map ({MAP}, its ```text block)"
 
 
 def test_the_map_says_where_harmony_headers_are_built():
@@ -57,7 +58,8 @@ def test_the_map_says_where_harmony_headers_are_built():
 def _tree(root: Path, doc: str, folders: tuple[str, ...], modules: tuple[str, ...] = ()) -> None:
     for top in TOPS:
         (root / top).mkdir(parents=True, exist_ok=True)
-    (root / MAP).write_text(f'"""{doc}"""\n', encoding="utf-8")
+    (root / MAP).parent.mkdir(parents=True, exist_ok=True)
+    (root / MAP).write_text(f"# Architecture\n\n```text\n{doc}\n```\n", encoding="utf-8")
     for f in folders:
         (root / f).mkdir(parents=True, exist_ok=True)
         (root / f / "__init__.py").write_text("", encoding="utf-8")

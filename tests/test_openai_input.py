@@ -271,9 +271,18 @@ def test_unknown_roles_are_typed_errors(fmt, role, suggestion):
 
 
 def test_tool_namespace_roles_are_accepted():
+    """A tool result's role is the tool's name (``functions.f``): rendered as its header's role and
+    read back as the same role and recipient."""
     enc = encoder.Encoder("openchatml-2.2")
-    enc.render([{"role": "assistant", "channel": "commentary", "recipient": "functions.f", "content": "{}"},
-                {"role": "functions.f", "content": "ok", "channel": "commentary", "recipient": "assistant"}])
+    r = enc.render([{"role": "assistant", "channel": "commentary", "recipient": "functions.f", "content": "{}"},
+                    {"role": "functions.f", "content": "ok", "channel": "commentary", "recipient": "assistant"}],
+                   mode="history")
+    assert enc.tokenizer.decode(r.ids.tolist()) == (
+        "<|start|>assistant to=functions.f<|channel|>commentary<|message|>{}<|call|>"
+        "<|start|>functions.f to=assistant<|channel|>commentary<|message|>ok<|end|>")
+    back = enc.parse(r.ids)
+    assert [(m.role, m.recipient, m.content) for m in back] == [
+        ("assistant", "functions.f", "{}"), ("functions.f", "assistant", "ok")]
 
 
 def test_unknown_conversation_options_are_errors(harmony_encoder):

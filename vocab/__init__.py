@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from .errors import OcmlError, UnknownNameError, VocabError, expect
 from .hf_backend import HFTokenizer, from_hf
-from .tables import FORMAT_NAMES, ControlTable, canonical_format, canonical_formats, control_table
+from .tables import DEFAULT_FORMAT, FORMAT_NAMES, ControlTable, canonical_format, canonical_formats, control_table
 from .tiktoken_backend import TiktokenTokenizer, get_tiktoken
 from .tokenizer import Tokenizer
 
@@ -44,7 +44,7 @@ def load(name: str, register: str | Sequence[str] | None = None) -> TiktokenToke
 
 
 __all__ = [
-    "COMPOSITES", "FORMAT_NAMES", "ControlTable", "HFTokenizer", "OcmlError", "TiktokenTokenizer",
+    "COMPOSITES", "DEFAULT_FORMAT", "FORMAT_NAMES", "ControlTable", "HFTokenizer", "OcmlError", "TiktokenTokenizer",
     "Tokenizer", "UnknownNameError", "VocabError", "canonical_format", "canonical_formats", "control_table",
     "encoding_names", "from_hf", "load",
 ]

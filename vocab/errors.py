@@ -143,7 +143,10 @@ class StreamError(ParseError):
 
 
 def require(module: str, extra: str = "") -> Any:
-    """Import an optional dependency or raise an instructive DependencyError."""
+    """Import a dependency or raise an instructive DependencyError.
+
+    ``extra``: the ``ocml[extra]`` that installs ``module`` (tests/test_require_extras.py checks that it
+    does); none for ocml's own dependencies, which only a broken environment lacks."""
     import importlib
 
     try:

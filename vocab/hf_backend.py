@@ -33,12 +33,15 @@ import os
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .bytelevel import BYTE_DECODER
 from .errors import InputTypeError, VocabError, as_strings, expect, require
 from .tables import canonical_formats, control_table
 from .tokenizer import Tokenizer, specials_digest
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerFast
 
 
 def _repair(text: str) -> str:
@@ -150,7 +153,7 @@ _ROLES = ("bos_token", "eos_token", "pad_token", "unk_token")
 class HFTokenizer(Tokenizer):
     def __init__(self, backend: Any, register: tuple[str, ...] = (), *, name: str = "hf", hf_object: Any = None,
                  roles: dict[str, str] | None = None) -> None:
-        tokenizers = require("tokenizers", "hf")
+        tokenizers = require("tokenizers")
         spec = json.loads(backend.to_str())
         controls: set[str] = set()
         for fmt in register:
@@ -262,10 +265,10 @@ class HFTokenizer(Tokenizer):
         return dict(self._roles)
 
     def to_hf(self, *, eos_token: str | None = None, pad_token: str | None = None,
-              bos_token: str | None = None) -> Any:
+              bos_token: str | None = None) -> PreTrainedTokenizerFast:
         """A new ``transformers.PreTrainedTokenizerFast`` of the model's tokenizer plus the
         registered controls (see ``Tokenizer.to_hf``); roles default to ``default_roles``."""
-        transformers = require("transformers", "hf")
+        transformers = require("transformers")
         roles = self.hf_roles(self._roles, eos_token=eos_token, pad_token=pad_token, bos_token=bos_token)
         # The wrapper deep-copies the backend (ours is never handed out) and applies
         # transformers' convention to its copy: special-token text in input is split out.
@@ -275,7 +278,7 @@ class HFTokenizer(Tokenizer):
         return {"json": self._tok.to_str(), "name": self.name, "registered": self.registered, "roles": self._roles}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        tokenizers = require("tokenizers", "hf")
+        tokenizers = require("tokenizers")
         self.__init__(tokenizers.Tokenizer.from_str(state["json"]), (), name=state["name"],  # type: ignore[misc]
                       roles=state.get("roles", {}))
         self.registered = state["registered"]
@@ -287,7 +290,7 @@ def from_hf(obj: Any, register: str | Sequence[str] | None = None, *, name: str 
     ``register``: a format name (or several) whose control tokens are added as special
     tokens (appended after the vocabulary; tokens the tokenizer already has keep their id).
     """
-    tokenizers = require("tokenizers", "hf")
+    tokenizers = require("tokenizers")
     formats = canonical_formats(register)
     if name is not None:
         expect(name, str, "name", "a str")

@@ -380,7 +380,7 @@ def build_hf_tokenizer(
     a special colliding with a rank, missing single bytes) or if HF does not
     place a token at its id; :class:`DependencyError` without ``tokenizers``.
     """
-    tk = require("tokenizers", "hf")
+    tk = require("tokenizers")
     digest: str | None = None
     path: Path | None = None
     if cache_key is not None:
@@ -421,7 +421,7 @@ def to_pretrained_fast(
     so the wrapper treats special-token text exactly like ``tok`` does.
     Raises :class:`VocabError` if the wrapper would move or add any id.
     """
-    tf = require("transformers", "hf")
+    tf = require("transformers")
     roles = {"eos_token": eos_token, "bos_token": bos_token, "pad_token": pad_token}
     kwargs: dict[str, Any] = {}
     for role, content in roles.items():

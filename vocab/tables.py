@@ -17,6 +17,9 @@ from importlib import resources
 from .errors import InputTypeError, UnknownNameError, expect
 
 FORMAT_NAMES: tuple[str, ...] = ("openchatml-2.2", "openchatml-2.0", "harmony", "chatml", "apertus")
+#: the format ``Encoder()``, ``ocml pack`` and ``ocml template`` use when none is named: the specification
+#: ocml implements in full (every other format is a subset or a neighbour of it)
+DEFAULT_FORMAT = "openchatml-2.2"
 # Accepted spellings that map onto a canonical table name.
 ALIASES: dict[str, str] = {
     "openchatml": "openchatml-2.2",
@@ -89,7 +92,7 @@ def canonical_formats(names: str | Sequence[str] | None, field: str = "register"
 @lru_cache(maxsize=None)
 def control_table(format_name: str) -> ControlTable:
     name = canonical_format(format_name)
-    raw = json.loads(resources.files(__package__).joinpath("data", "tokens", f"{name}.json").read_text("utf-8"))
+    raw = json.loads(resources.files(__package__).joinpath("data").joinpath("tokens").joinpath(f"{name}.json").read_text("utf-8"))
     reserved = raw.get("reserved")
     stops = {mode: tuple(names) for mode, names in raw.get("stops", {}).items()}
     stream_stops = {role: tuple(names) for role, names in raw.get("stream_stops", {}).items()}

@@ -14,14 +14,17 @@ from __future__ import annotations
 import hashlib
 import operator
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from itertools import compress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .errors import InputTypeError, OcmlError, UnknownNameError, VocabError, as_strings, expect
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerFast
 
 
 class Tokenizer(ABC):
@@ -120,7 +123,8 @@ class Tokenizer(ABC):
             if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
                 raise InputTypeError(f"ids must be a 1-D array of integer ids, got shape {ids.shape} of {ids.dtype}",
                                      field="ids")
-            return ids.tolist()
+            listed: list[int] = ids.tolist()
+            return listed
         if isinstance(ids, (str, bytes, bytearray)) or not hasattr(ids, "__iter__"):
             raise InputTypeError(f"ids must be a sequence of integer ids, got {type(ids).__name__}", field="ids",
                                  hint="e.g. tok.decode([200006, 1428])")
@@ -169,7 +173,7 @@ class Tokenizer(ABC):
             expect(token, str, "token", "a control token's text, e.g. '<|start|>'")
         return self.specials.get(token)
 
-    def hf_roles(self, defaults: dict[str, str | None], **given: str | None) -> dict[str, str]:
+    def hf_roles(self, defaults: Mapping[str, str | None], **given: str | None) -> dict[str, str]:
         """Role tokens for ``to_hf`` (``eos_token``...): a ``given`` one wins over the default
         and must be one of this tokenizer's special tokens."""
         roles = {k: v for k, v in defaults.items() if v is not None}
@@ -197,7 +201,7 @@ class Tokenizer(ABC):
 
     @abstractmethod
     def to_hf(self, *, eos_token: str | None = None, pad_token: str | None = None,
-              bos_token: str | None = None) -> Any:
+              bos_token: str | None = None) -> PreTrainedTokenizerFast:
         """A new ``transformers.PreTrainedTokenizerFast`` with exactly the same ids.
 
         Every call returns an object of its own (set ``chat_template``, add tokens...: nothing

@@ -30,7 +30,7 @@ def harmony_message(raw: dict[str, Any], index: int, style: ChatStyle | None) ->
             return None
     constrain = None
     if ctype is not None and ctype.startswith(CONSTRAIN_PREFIX):
-        ctype, constrain = None, ctype[len(CONSTRAIN_PREFIX):]
+        constrain, ctype = ctype[len(CONSTRAIN_PREFIX):], None
     channel = channel or None
     if channel is None and style is not None and role == "assistant":
         channel = style.answer_channel

@@ -32,4 +32,4 @@ def format_class(name: str) -> type[Format]:
             hint="renderable formats: " + ", ".join(RENDERABLE),
         )
     module, cls = entry
-    return getattr(import_module(f"{__name__}.{module}"), cls)  # type: ignore[no-any-return]
+    return getattr(import_module(f"{__name__}.{module}"), cls)

@@ -66,7 +66,7 @@ class Apertus(Format):
     transcript_joiner: ClassVar[str] = ""
     turn_blocks: ClassVar[bool] = True
 
-    def __init__(self, tokenizer, *, validate_bodies: bool = True, enable_thinking: bool = False,  # type: ignore[no-untyped-def]
+    def __init__(self, tokenizer, *, validate_bodies: bool = True, enable_thinking: bool = False,
                  date: str | None = None, default_system: str | None = None) -> None:
         super().__init__(tokenizer, validate_bodies=validate_bodies)
         if type(enable_thinking) is not bool:

@@ -191,10 +191,10 @@ def _blocks_message(raw: Mapping[str, Any], index: int) -> Message:
         if kind in (THOUGHTS, RESPONSE):
             out.append(Block(kind, _string(b.get("text"), index, where + ".text")))
         elif kind == TOOL_CALLS:
-            calls = b.get("calls")
-            if not isinstance(calls, Sequence) or isinstance(calls, (str, bytes)) or not calls:
+            listed = b.get("calls")
+            if not isinstance(listed, Sequence) or isinstance(listed, (str, bytes)) or not listed:
                 raise InputError("a tool_calls block needs a non-empty 'calls' list", index=index, field=where + ".calls")
-            out.append(Block(kind, calls=tuple(_call(c, index, f"{where}.calls[{c_i}]") for c_i, c in enumerate(calls))))
+            out.append(Block(kind, calls=tuple(_call(c, index, f"{where}.calls[{c_i}]") for c_i, c in enumerate(listed))))
         elif kind == TOOL_OUTPUTS:
             outs = b.get("outputs")
             if not isinstance(outs, Sequence) or isinstance(outs, (str, bytes)):

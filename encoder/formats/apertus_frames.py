@@ -215,15 +215,17 @@ class ApertusMachine(FrameMachine):
             elif name in STARTS or name == TURN_START:
                 self.error("E-PARSE-UNTERMINATED", "a new message started before this one ended", position)
                 self.close("truncated", position)
-                self._open(name, position)
+                self._open_at(name, position)
             else:
                 self.error("E-PARSE-STRAY-CONTROL", f"{name} inside a {role} message", position)
         elif name in STARTS or name == TURN_START:
-            self._open(name, position)
+            self._open_at(name, position)
         elif name not in _FRAMING:
             self.error("E-PARSE-STRAY-CONTROL", f"{name} where a message should start", position)
 
-    def _open(self, name: str, position: int) -> None:
+    def _open_at(self, name: str, position: int) -> None:
+        """A message (or an assistant turn) opens at its start control ``name``: Apertus has no
+        header to read (the base's ``_open(position)`` reads one; this is not an override of it)."""
         if name == TURN_START:
             self._open_turn(position)
         else:
@@ -262,6 +264,6 @@ class ApertusMachine(FrameMachine):
         elif name in STARTS or name == TURN_START:
             self.error("E-PARSE-UNTERMINATED", "a new message started before this turn ended", position)
             self._close_turn("truncated", position)
-            self._open(name, position)
+            self._open_at(name, position)
         else:
             self.error("E-PARSE-STRAY-CONTROL", f"{name} inside an assistant turn", position)

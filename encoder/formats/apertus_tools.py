@@ -36,7 +36,7 @@ def ts_type(spec: Mapping[str, Any]) -> str:
     if kind == "array":
         items = spec.get("items")
         if items:
-            out = SIMPLE_ARRAY_ITEMS.get(items.get("type"))  # type: ignore[arg-type]
+            out = SIMPLE_ARRAY_ITEMS.get(items.get("type"))
             if out is None:
                 inner = ts_type(items)
                 out = "any[]" if inner == "object | object" or len(inner) > 50 else inner + "[]"

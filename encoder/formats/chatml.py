@@ -87,7 +87,7 @@ class ChatML(Format):
     after_message: ClassVar[tuple[Piece, ...]] = ((TXT, "\n"),)
     transcript_joiner: ClassVar[str] = ""
 
-    def __init__(self, tokenizer, *, validate_bodies: bool = True, layout: str = "deployed",  # type: ignore[no-untyped-def]
+    def __init__(self, tokenizer, *, validate_bodies: bool = True, layout: str = "deployed",
                  bos_eos: bool = False, default_system: str | None = None, reasoning: str = "error") -> None:
         super().__init__(tokenizer, validate_bodies=validate_bodies)
         try:
@@ -273,7 +273,7 @@ def tool_calls_of(message: Message | str) -> list[dict[str, Any]]:
     """The ``<tool_call>`` JSON objects of an assistant frame (Qwen2.5 layout), in order;
     a call whose JSON does not parse is skipped (Qwen's runtime does the same)."""
     text = message if isinstance(message, str) else message.content
-    out = []
+    out: list[dict[str, Any]] = []
     pos = 0
     while True:
         a = text.find("<tool_call>\n", pos)

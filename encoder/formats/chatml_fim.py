@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import numpy as np
 
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from ocml.vocab import ControlTable
 
     from ..codec import Codec
+    from ..frames import FrameMachine
     from ..grammar.escape import Escaper
 
 PRE, MID, SUF, SEP = "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|file_separator|>"
@@ -64,6 +65,10 @@ class FimOrder(str, Enum):
     SPM = "spm"
     SP = "sp"
     OPENCHATML = "openchatml"
+
+
+#: ``order=`` as a string: ``FimOrder``'s values (tests/test_public_types.py keeps the two in step)
+FimOrderName = Literal["psm", "spm", "sp", "openchatml"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,20 +167,20 @@ def fim_pieces(fmt: FimFormat, *, prefix: Any, suffix: Any, middle: Any = None, 
         txt((path or "") + "\n", field="path")
     done = middle is not None
     if order is FimOrder.PSM:
-        ctl(PRE), txt(prefix, field="prefix"), ctl(SUF), txt(suffix, field="suffix"), ctl(MID)
+        ctl(PRE); txt(prefix, field="prefix"); ctl(SUF); txt(suffix, field="suffix"); ctl(MID)  # noqa: E702
     elif order is FimOrder.SPM:
-        ctl(PRE), ctl(SUF), txt(suffix, field="suffix"), ctl(MID), txt(prefix, field="prefix")
+        ctl(PRE); ctl(SUF); txt(suffix, field="suffix"); ctl(MID); txt(prefix, field="prefix")  # noqa: E702
     elif order is FimOrder.SP:
-        ctl(SUF), txt(suffix, field="suffix"), ctl(PRE), txt(prefix, field="prefix")
+        ctl(SUF); txt(suffix, field="suffix"); ctl(PRE); txt(prefix, field="prefix")  # noqa: E702
     else:
-        ctl(PRE), txt(prefix, field="prefix"), ctl(MID)
+        ctl(PRE); txt(prefix, field="prefix"); ctl(MID)  # noqa: E702
         if done:
-            txt(middle, True, field="middle")  # type: ignore[arg-type]
+            txt(middle, True, field="middle")
         ctl(SUF, done)
         txt(suffix, field="suffix")
         return _write(fmt, out, fields)
     if done:
-        txt(middle, True, field="middle")  # type: ignore[arg-type]
+        txt(middle, True, field="middle")
         if end is not None:
             ctl(end, True)
     return _write(fmt, out, fields)
@@ -229,7 +234,7 @@ def parse_fim(enc: Codec, ids: Sequence[int] | np.ndarray, *, prefix: str | None
         raise UnknownNameError(f"format {enc.format_name!r} has no fill-in-the-middle tokens",
                                code="E-FORMAT-UNAVAILABLE", field="format")
     got = _Atoms()
-    parser_for(enc).feed_atoms(ids, got)
+    parser_for(enc).feed_atoms(ids, cast("FrameMachine", got))  # duck-typed: the callbacks a FrameMachine gets
     atoms = got.atoms
     if atoms and atoms[0] == (True, "<s>"):
         atoms = atoms[1:]

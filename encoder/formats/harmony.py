@@ -43,7 +43,7 @@ class HarmonyFormat(Format):
     # gpt-oss template: assistant content next to tool calls is the call's analysis
     chat_style: ClassVar[ChatStyle] = ChatStyle(content_with_calls="analysis")
 
-    def __init__(self, tokenizer, *, validate_bodies: bool = True, recipient_after_channel: bool = False) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, tokenizer, *, validate_bodies: bool = True, recipient_after_channel: bool = False) -> None:
         super().__init__(tokenizer, validate_bodies=validate_bodies)
         self.recipient_after_channel = recipient_after_channel
 

@@ -433,7 +433,7 @@ def interned_content(kind: Literal["system_content", "developer_content"],
     body = {k: v for k, v in item.items() if k != "type"}
     cls = SystemContent if kind == "system_content" else DeveloperContent
     key = content_key(body)
-    return SECTIONS.intern((kind, key), len(key), lambda: cls.from_dict(body))  # type: ignore[no-any-return]
+    return SECTIONS.intern((kind, key), len(key), lambda: cls.from_dict(body))
 
 
 # ---------------------------------------------------------------------------
@@ -443,7 +443,7 @@ def interned_content(kind: Literal["system_content", "developer_content"],
 _BUILTINS = ("browser", "python")
 
 
-def builtin_namespace(name: Literal["browser", "python"]) -> ToolNamespace:
+def builtin_namespace(name: str) -> ToolNamespace:
     """openai-harmony's built-in ``browser`` or ``python`` namespace.
 
     The descriptions are read at run time from the installed openai-harmony;

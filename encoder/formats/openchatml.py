@@ -35,7 +35,7 @@ class OpenChatML22(Format):
         ("recipient", "to"), ("call_id", "call_id"), ("name", "name"), ("intent", "intent"),
         ("content_type", "content_type"))
 
-    def __init__(self, tokenizer, *, validate_bodies: bool = True, require_call_ids: bool = False) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, tokenizer, *, validate_bodies: bool = True, require_call_ids: bool = False) -> None:
         super().__init__(tokenizer, validate_bodies=validate_bodies)
         self.require_call_ids = require_call_ids
         # header_attributes read as one C call per message (plan runs per message with a non-plain body)

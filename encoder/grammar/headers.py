@@ -73,9 +73,10 @@ def parse_header(text: str, *, harmony: bool, role: str | None = None, position:
         if not head:
             raise bad("missing role", "role")
         role, words = head[0], head[1:]
-        read = grammar.read(role)
-        if read is None:
+        known = grammar.read(role)
+        if known is None:
             raise bad(f"unknown role {role!r}", "role")
+        read = known
     h = _Draft(role=read[0], name=read[1])
     bare: list[str] = []
     _attrs(words, h, bare, bad)
@@ -110,7 +111,7 @@ def parse_header(text: str, *, harmony: bool, role: str | None = None, position:
     return Header(*[getattr(h, f) for f in _FIELDS])  # str / None values: nothing to copy
 
 
-def _attrs(words: list[str], h: Any, bare: list[str], bad) -> None:  # type: ignore[no-untyped-def]
+def _attrs(words: list[str], h: Any, bare: list[str], bad) -> None:
     for w in words:
         key, eq, val = w.partition("=")
         if not eq:

@@ -22,8 +22,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from types import MappingProxyType
+from typing import Literal
 
 from ocml.vocab import FORMAT_NAMES, UnknownNameError, canonical_format, control_table
+
+#: ``mode=`` of ``stop_ids`` / ``stop_strings``: the stop modes the token tables name (``fim``: ChatML
+#: only; tests/test_public_types.py keeps this in step with the data)
+StopMode = Literal["assistant", "all", "fim"]
 
 #: the mode whose stops a stream decoder uses for a role the data does not name
 DEFAULT_STOP_MODE = "assistant"
@@ -36,7 +41,7 @@ class Terminators:
     format: str
     #: control -> reason, for every control that ends a message or turn (the frame machine's terminators)
     reasons: Mapping[str, str]
-    #: stop mode -> the controls a sampler stops on
+    #: stop mode (``StopMode``) -> the controls a sampler stops on
     sampler: Mapping[str, tuple[str, ...]]
     #: role -> control -> reason: where a stream read as that role stops (roles the data names)
     roles: Mapping[str, Mapping[str, str]]

@@ -93,9 +93,9 @@ class PairBlock:
                              "label": pa.array([bool(r.label) for r in res], type=pa.bool_()),
                              "completion_mask": lists([r.chosen_mask for r in res], *i8)})
         chosen = [r.chosen_ids for r in res]
-        rejected = [r.rejected_ids for r in res]  # type: ignore[misc]
+        rejected = [r.rejected_ids for r in res]
         cmask = [r.chosen_mask for r in res]
-        rmask = [r.rejected_mask for r in res]  # type: ignore[misc]
+        rmask = [r.rejected_mask for r in res]
         if self.layout == "dpo":
             return pa.table({"prompt_ids": lists(prompt, *i64), "chosen_ids": lists(chosen, *i64),
                              "rejected_ids": lists(rejected, *i64), "chosen_mask": lists(cmask, *i8),
@@ -131,7 +131,7 @@ def render_row_chunk(enc: Any, records: list[tuple[int, Any]]) -> tuple[list[int
     for r in ok:
         sides = [(r.chosen_ids, r.chosen_mask)] + ([(r.rejected_ids, r.rejected_mask)] if r.rejected_ids is not None else [])
         parts.append(np.concatenate([r.prompt_ids] + [s[0] for s in sides]))
-        masks.append(np.concatenate([np.zeros(r.prompt_ids.shape[0], bool)] + [s[1] for s in sides]))  # type: ignore[misc]
+        masks.append(np.concatenate([np.zeros(r.prompt_ids.shape[0], bool)] + [s[1] for s in sides]))
     ids, offsets = _ragged(parts, np.int32)
     mask, _ = _ragged(masks, bool)
     return locs, PairBlock(ok, enc.shape_options.pair_columns), errors, ids, mask, offsets

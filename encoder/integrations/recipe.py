@@ -153,7 +153,7 @@ def ray_split(rendered: Any, validation: float, seed: int = 0) -> tuple[Any, Any
         raise InputError("Ray Data splits by a fraction only", field="validation",
                          hint="a count needs every row's key in one place: use ocml pack or datasets")
     return tuple(rendered.map_batches(_SplitFn(spec.fraction, seed, side), batch_format="pyarrow")
-                 for side in ("train", "validation"))  # type: ignore[return-value]
+                 for side in ("train", "validation"))
 
 
 class _WeightFn:

@@ -108,7 +108,7 @@ class Detection:
     def matched(self) -> bool:
         return self.result.core_ok
 
-    def encoder(self, **overrides: Any):  # type: ignore[no-untyped-def]
+    def encoder(self, **overrides: Any):
         """An ``Encoder`` for the detected format with the model's own tokenizer."""
         from ..encoder import Encoder
 

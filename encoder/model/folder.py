@@ -72,7 +72,7 @@ class ModelFolder:
         return cls(p, template, config, _read_json(p / "generation_config.json"))
 
     # -- the two renderers' inputs ----------------------------------------------------------
-    def tokenizer(self):  # type: ignore[no-untyped-def]
+    def tokenizer(self):
         """The model's own tokenizer as an ocml ``Tokenizer``: its special tokens at its ids."""
         if self._tokenizer is None:
             from ocml import vocab
@@ -80,11 +80,11 @@ class ModelFolder:
             self._tokenizer = vocab.from_hf(self.path)
         return self._tokenizer
 
-    def hf(self):  # type: ignore[no-untyped-def]
+    def hf(self):
         if self._hf is None:
             from ocml.vocab.errors import require
 
-            transformers = require("transformers", "hf")
+            transformers = require("transformers")
             self._hf = transformers.AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
             self._hf.chat_template = self.chat_template
         return self._hf

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import IO, Any
 
-from ..errors import InputError
+from ocml.vocab import DEFAULT_FORMAT
 
-DEFAULT_FORMAT = "openchatml-2.2"
+from ..errors import InputError
 
 
 def encoder_factory(format: str | None, tokenizer: str | None, model: str | None,

@@ -350,7 +350,7 @@ def _bar(opts: PackOptions, smap: SourceMap, log: IO[str], done: int, desc: str 
     from tqdm import tqdm
 
     counts = [count_records(s) for s in smap.files]
-    total = sum(counts) if all(c is not None for c in counts) else None  # type: ignore[misc]
+    total = sum(counts) if all(c is not None for c in counts) else None
     return tqdm(total=total, initial=done, unit=" rec", file=log, dynamic_ncols=True, smoothing=0.1,
                 desc=desc)
 

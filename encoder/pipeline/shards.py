@@ -91,7 +91,7 @@ class Block:
         if self.packed:
             assert self.seg_offsets is not None and self.seg_lengths is not None and self.seg_doc is not None
             s0, s1 = int(self.seg_offsets[a]), int(self.seg_offsets[b])
-            return Block(b - a, self.input_ids[a:b], self.labels[a:b], self.position_ids[a:b],  # type: ignore[index]
+            return Block(b - a, self.input_ids[a:b], self.labels[a:b], self.position_ids[a:b],
                          self.seg_offsets[a:b + 1] - s0, self.seg_lengths[s0:s1], self.seg_doc[s0:s1],
                          doc_source=_cut(self.doc_source, s0, s1), doc_record=_cut(self.doc_record, s0, s1))
         assert self.offsets is not None and self.mask is not None
@@ -263,7 +263,7 @@ class _NpyPart:
         f["labels"].append(block.labels)
         if self.packed:
             assert block.seg_offsets is not None and block.seg_lengths is not None
-            f["position_ids"].append(block.position_ids)  # type: ignore[arg-type]
+            f["position_ids"].append(block.position_ids)
             f["seq_lengths"].append(block.seg_lengths)
             if "seq_idx" in f:
                 f["seq_idx"].append(segment_index(block.seg_offsets, block.seg_lengths).reshape(block.rows, -1))

@@ -136,6 +136,10 @@ def _int(value: Any, field: str) -> int:
         raise InputTypeError(f"{field} must be an integer, got {type(value).__name__}", field=field) from None
 
 
+def _no_open_message(text: str) -> None:
+    raise AssertionError("a cached Delta on a row without an open message")
+
+
 class BatchParseError(ParseError):
     """Strict mode: some rows raised during one ``step`` / ``finish`` call.
 
@@ -177,7 +181,8 @@ class BatchDecoder:
         self._nv = enc.tokenizer.n_vocab
         self._vectorized = n >= VECTOR_MIN_ROWS if vectorized is None else bool(vectorized)
         self._decs: list[StreamDecoder] = [StreamDecoder(enc, **self._kw) for _ in range(n)]
-        self._apps: list[Callable[[str], None] | None] = [None] * n  # the open message's content.append
+        # the open message's content.append (a row's cached Delta implies an open message)
+        self._apps: list[Callable[[str], None]] = [_no_open_message] * n
         self._lane: list[_Lane | None] = [None] * n
         self._failed: dict[int, ParseError] = {}
         self._done = np.zeros(n, dtype=bool)
@@ -329,7 +334,7 @@ class BatchDecoder:
             if cl[r]:
                 # lean, first time this token is seen in this lane: make the Delta, cache it
                 # (unless a slow row just flushed the lanes: idx is stale then)
-                d = self._decs[r].append_lean(self._lane[r].ft[i])  # type: ignore[union-attr]
+                d = self._decs[r].append_lean(self._lane[r].ft[i])
                 if self._gen == gen:
                     j = int(idx[r])
                     self._dm[j] = d
@@ -363,7 +368,7 @@ class BatchDecoder:
             if lane is not None:
                 d = lane.deltas.get(i)
                 if d is not None and i != pad:
-                    apps[r](d.text)  # type: ignore[misc]
+                    apps[r](d.text)
                     lag[r] += 1
                     append([d])
                     continue

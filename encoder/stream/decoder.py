@@ -152,7 +152,7 @@ def _id_list(ids: object) -> list:
     if isinstance(ids, (bool, np.bool_, str, bytes, bytearray, dict)) or not hasattr(ids, "__iter__"):
         raise InputTypeError(f"ids must be a token id or a sequence of token ids, got {type(ids).__name__}",
                              field="ids", hint="e.g. dec.feed([id]) or dec.feed(ids)")
-    return list(ids)  # type: ignore[call-overload]
+    return list(ids)
 
 
 class StreamDecoder:

@@ -173,21 +173,21 @@ class Transport:
         for k, ev in enumerate(evs):
             t = type(ev)
             if t is Delta:
-                if ev.visible:  # type: ignore[union-attr]
-                    self._delta(ev.text, ev.channel, out)  # type: ignore[union-attr]
+                if ev.visible:
+                    self._delta(ev.text, ev.channel, out)
             elif t is MessageStart:
                 self._nl = 0
             elif t is MessageEnd:
                 self._end_message(evs, k, out)
             elif t is Stop:
                 self._ended = True
-                reason = ev.reason  # type: ignore[union-attr]
+                reason = ev.reason
                 if reason == "cancel":
                     out.append(ResponseCancel(self.decoder.cancel_reason or "cancelled", mid))
                 elif reason == "stop_string" or reason in self.decoder.stop_controls.values():
                     out.append(ResponseDone(reason, mid))
                 else:  # a stop id: the sampler's end of stream, not the format's stop control
-                    out.append(self._truncated(f"the stream stopped on {ev.token} "  # type: ignore[union-attr]
+                    out.append(self._truncated(f"the stream stopped on {ev.token} "
                                                "without <|return|> or <|call|>"))
         if ended and not self._ended:
             self._ended = True
@@ -258,9 +258,9 @@ def merge_deltas(events: Iterable[TransportEvent]) -> list[TransportEvent]:
     out: list[TransportEvent] = []
     for ev in events:
         if type(ev) is ResponseDelta and out and type(out[-1]) is ResponseDelta \
-                and out[-1].channel == ev.channel:  # type: ignore[union-attr]
+                and out[-1].channel == ev.channel:
             prev = out[-1]
-            out[-1] = ResponseDelta(prev.text + ev.text, ev.channel, ev.message_id)  # type: ignore[union-attr]
+            out[-1] = ResponseDelta(prev.text + ev.text, ev.channel, ev.message_id)
         else:
             out.append(ev)
     return out

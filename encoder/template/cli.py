@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ..cli_args import add_mask, add_reasoning
+from ocml.vocab import DEFAULT_FORMAT
+
 
 
 def _cmd_template(args: argparse.Namespace) -> int:
@@ -35,7 +37,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "tokenizer_config.json: 'default' and 'training' with the generation blocks, 'inference' without) "
         "and generation_config.json.",
     )
-    p.add_argument("--format", default="openchatml-2.2")
+    p.add_argument("--format", default=DEFAULT_FORMAT)
     p.add_argument("--tokenizer", default=None, help="o200k_harmony, o200k_base, cl100k_base or a .tiktoken path "
                    "(default: the format's own, controls registered)")
     p.add_argument("--training", action="store_true", help="print the training template")

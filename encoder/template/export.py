@@ -41,7 +41,7 @@ _HEADER = """{#- ocml chat template: %(format)s, %(variant)s variant (generated 
   builtin_tools, enable_thinking; cot (default here: %(cot)s); shape (auto | chat | native;
   here: %(shape)s).  Apertus also reads its own content shapes (text, parts, blocks).
   No date is written unless given; date_from_clock=true writes today's (strftime_now).
-  Known limits (README, "Chat templates"): control-token text inside content becomes control
+  Known limits (docs/templates.md): control-token text inside content becomes control
   tokens on this text path (ocml's own render keeps it text); several text items in one
   content are joined, so BPE may merge across them where ocml encodes each on its own. -#}
 """

@@ -42,7 +42,7 @@ How each format is expressed:
   next call), tool outputs after ``<|tools_suffix|>`` (a completion stops there: ``to_openai``
   reports outputs as errors, the template would read them as content).
 
-What a response template cannot express (README, "Serving"): generated tool call ids
+What a response template cannot express (docs/serving.md): generated tool call ids
 (``to_openai``'s ``call_`` + hash: there is no ``id`` in the parsed calls; OpenChatML 2.2's
 ``call_id=`` header is not read either, a transform cannot make a field optional),
 ``finish_reason`` (a template parses text, it does not know why generation stopped), an
@@ -64,7 +64,7 @@ from ..errors import UnrepresentableError
 from ..formats.apertus_blocks import END_TOOLS, INNER, OUTER, TOOLS
 
 if TYPE_CHECKING:
-    from ..codec import Codec
+    from ..codec import Codec, Renders
     from ..formats.base import Format
 
 __all__ = ["response_template"]

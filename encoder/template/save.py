@@ -51,7 +51,7 @@ def special_roles(enc: Renders) -> dict[str, str]:
     render starts with a control (``bos_token``) and, where the vocabulary has one of
     ``PAD_CANDIDATES``, ``pad_token``; all registered specials."""
     specials = enc.tokenizer.specials
-    stops = [t for t in stop_tokens(enc) if t in specials]
+    stops = [t for t in stop_tokens(enc.format_name) if t in specials]
     if not stops:
         raise UnrepresentableError(f"{enc.tokenizer.name} has none of {enc.format_name}'s stop tokens registered",
                                    field="tokenizer",
@@ -89,7 +89,7 @@ def hf_tokenizer(enc: Renders) -> Any:
 
 def generation_config(enc: Renders, hf: Any) -> dict[str, Any]:
     """``generate`` stops on every stop id (answer end and tool call), pads with the pad id."""
-    return {"eos_token_id": stop_ids(enc), "pad_token_id": hf.pad_token_id}
+    return {"eos_token_id": stop_ids(enc.format_name, tokenizer=enc.tokenizer), "pad_token_id": hf.pad_token_id}
 
 
 #: the class name every transformers version since 4.x resolves (5.x names its fast tokenizer

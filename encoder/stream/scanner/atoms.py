@@ -80,7 +80,7 @@ def coalesce(atoms: Iterable[Atom]) -> list[Atom]:
     for a in atoms:
         if type(a) is Text and out and type(out[-1]) is Text:
             prev = out[-1]
-            out[-1] = Text(prev.text + a.text, prev.token_index)  # type: ignore[union-attr]
+            out[-1] = Text(prev.text + a.text, prev.token_index)
         else:
             out.append(a)
     return out

@@ -154,9 +154,9 @@ class ScannerTables:
                 raise ValueError(f"registered id {i} outside [0, {n_vocab})")
         if clash := set(control_ids) & specials:
             raise ValueError(f"ids both control and special: {sorted(clash)}")
-        if clash := set(control_ids.values()) & set(text_controls):
+        if spelled := set(control_ids.values()) & set(text_controls):
             # Recognising both spellings would let quoted text end messages.
-            raise ValueError(f"controls both registered as ids and text: {sorted(clash)}")
+            raise ValueError(f"controls both registered as ids and text: {sorted(spelled)}")
         if any(not c for c in text_controls) or any(not s for s in stop_strings):
             raise ValueError("empty text control or stop string")
 
