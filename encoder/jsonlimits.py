@@ -77,7 +77,7 @@ def reraise(exc: BaseException, what: str = "the value", *, field: str | None = 
     raise typed from None
 
 
-def loads_record(text: str | bytes, what: str = "the JSON text", *, field: str | None = None,
+def loads_record(text: str | bytes | bytearray, what: str = "the JSON text", *, field: str | None = None,
                  index: int | None = None) -> Any:
     """``json.loads`` with its pathologies typed (``json.JSONDecodeError`` passes through, for
     the caller's own message)."""

@@ -184,4 +184,4 @@ class DecompressedReader(io.RawIOBase):
 def open_compressed(path: Any, codec: str, display: str) -> IO[bytes]:
     """A buffered binary reader of the decompressed bytes (``readline`` and iteration work)."""
     raw = DecompressedReader(path, codec, display)
-    return io.BufferedReader(raw, buffer_size=1 << 20)  # type: ignore[return-value]
+    return io.BufferedReader(raw, buffer_size=1 << 20)

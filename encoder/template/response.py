@@ -174,7 +174,7 @@ def _turn_end(fmt: Format) -> str:
     return next(iter(fmt.stop_reasons("assistant")))
 
 
-def response_template(enc: Codec) -> dict[str, Any]:
+def response_template(enc: Codec | Renders) -> dict[str, Any]:
     """The ``response_template`` dict of ``enc``'s format (see the module docstring)."""
     if enc.fallback_controls:
         raise UnrepresentableError("no response template in fallback mode: the controls are text",
