@@ -157,7 +157,8 @@ def _shape_options(args: argparse.Namespace) -> Any:
     sequence: a preference pair's two sides are ``ocml pack --shape preference --no-pack`` rows)."""
     from .inputs.shapes import ShapeOptions
 
-    return ShapeOptions.from_flags(args.field, args.completion_only_loss, args.string_prompt)
+    return ShapeOptions.from_flags(args.field, args.completion_only_loss, args.string_prompt,
+                                   extra_columns=args.extra_columns, ignore_columns=args.ignore_column)
 
 
 def _format_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -194,7 +195,8 @@ def _cmd_pack(args: argparse.Namespace) -> int:
         pad_to_multiple_of=args.pad_to_multiple_of, seq_idx=args.seq_idx,
         max_bad_fraction=args.max_bad_fraction, keep_untrained=args.keep_untrained,
         shape=args.shape, fields=tuple(args.field), completion_only_loss=args.completion_only_loss,
-        string_prompt=args.string_prompt, pair_columns=args.pair_columns)
+        string_prompt=args.string_prompt, pair_columns=args.pair_columns, extra_columns=args.extra_columns,
+        ignore_columns=tuple(args.ignore_column))
     try:
         result = run_from_args(args) if recipe else run(opts)
     except (StrictStop, TooManyBadRecords) as exc:
@@ -374,7 +376,15 @@ def _add_shape_args(p: argparse.ArgumentParser) -> None:
                         "needs --no-pack)")
     p.add_argument("--field", action="append", default=[], metavar="KEY=COLUMN",
                    help="read a shape's KEY from COLUMN, e.g. --field output=response (keys: prompt, completion, "
-                        "chosen, rejected, label, instruction, input, output, system, history, text); repeatable")
+                        "chosen, rejected, label, instruction, input, output, system, history, text) or a "
+                        "conversation option from COLUMN, e.g. --field reasoning_effort=effort; repeatable")
+    p.add_argument("--extra-columns", default="ignore", choices=["ignore", "error"],
+                   help="columns that are neither data nor options: ignore them (default; counted in the report) "
+                        "or refuse the record (E-INPUT-COLUMN); a column that looks like a misspelled option "
+                        "is always an error")
+    p.add_argument("--ignore-column", action="append", default=[], metavar="COLUMN",
+                   help="a column to ignore even under --extra-columns error (and never taken for a misspelled "
+                        "option); repeatable")
     p.add_argument("--completion-only-loss", action=argparse.BooleanOptionalAction, default=True,
                    help="prompt/completion records: train only the completion (default), or everything (TRL's "
                         "completion_only_loss)")

@@ -82,11 +82,14 @@ class PackOptions:
     completion_only_loss: bool = True
     string_prompt: str = "text"
     pair_columns: str = "dpo"
+    extra_columns: str = "ignore"    # columns neither data nor options (encoder.inputs.columns)
+    ignore_columns: tuple[str, ...] = ()
 
     def shape_options(self) -> Any:
         from ..inputs.shapes import ShapeOptions
 
-        return ShapeOptions.from_flags(self.fields, self.completion_only_loss, self.string_prompt, self.pair_columns)
+        return ShapeOptions.from_flags(self.fields, self.completion_only_loss, self.string_prompt, self.pair_columns,
+                                       self.extra_columns, self.ignore_columns)
 
     @property
     def overlong_policy(self) -> Overlong:

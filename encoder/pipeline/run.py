@@ -62,6 +62,8 @@ class Counters:
     tokens: int = 0          # tokens of those documents, as rendered
     trained_tokens: int = 0  # their trained tokens, as rendered (before the packing policies)
     start_trained: int = 0   # trained tokens at the first position of a document that fits a row
+    #: extra columns ignored by the column rule (``encoder.inputs.columns``): column -> records
+    ignored_columns: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -183,6 +185,8 @@ class _Run:
     def consume(self, r: Rendered, end: Position) -> None:
         c = self.counters
         c.records += r.records
+        for col, n in r.ignored.items():
+            c.ignored_columns[col] = c.ignored_columns.get(col, 0) + n
         self.smap.seen(end)
         if r.errors:
             c.bad_records += len(r.errors)
