@@ -74,8 +74,9 @@ def _utf8(data: bytes, path: str) -> str:
 
 
 def load_conversation(path: str, line: int | None = None, *, messages_field: str = "messages",
-                      tools_field: str = "tools") -> Any:
-    """One conversation from a JSON file (or line ``line`` of a JSON Lines file)."""
+                      tools_field: str = "tools", shape: str = "auto", shape_options: Any = None) -> Any:
+    """One conversation from a JSON file (or line ``line`` of a JSON Lines file); a record
+    (not a bare message) is read as ``ocml pack`` reads it (``pipeline.records``)."""
     from .pipeline.records import conversation_from_record
 
     text = _utf8(_decompress(_read_bytes(path)), path)
@@ -96,8 +97,9 @@ def load_conversation(path: str, line: int | None = None, *, messages_field: str
                              hint="pick one with --line N, or pack the whole file with `ocml pack`") from None
         raise InputError(f"{path}: not valid JSON ({exc.msg.removesuffix(' at')} at line {exc.lineno}, column {exc.colno})",
                          code="E-INPUT-JSON", field="FILE") from None
-    if isinstance(obj, dict) and (messages_field in obj or "conversations" in obj):
-        return conversation_from_record(obj, messages_field=messages_field, tools_field=tools_field)
+    if isinstance(obj, dict) and "role" not in obj:
+        return conversation_from_record(obj, messages_field=messages_field, tools_field=tools_field, shape=shape,
+                                        shape_options=shape_options)
     return obj
 
 
@@ -118,8 +120,10 @@ def _cmd_render(args: argparse.Namespace) -> int:
 
     check_applies(args, "render")
     make, _ = encoder_factory(args.format, args.tokenizer, args.model, sys.stderr)
-    enc = make(mask=args.mask, cot=args.cot, shape=args.shape, shape_options=_shape_options(args), **_format_options(args))
-    conv = load_conversation(args.file, args.line, messages_field=args.messages_field, tools_field=args.tools_field)
+    shape_options = _shape_options(args)
+    enc = make(mask=args.mask, cot=args.cot, shape=args.shape, shape_options=shape_options, **_format_options(args))
+    conv = load_conversation(args.file, args.line, messages_field=args.messages_field, tools_field=args.tools_field,
+                             shape=args.shape, shape_options=shape_options)
     r = enc.render(conv, mode=args.mode)
     if args.color is not None:
         return show_render(enc, r, args.color)

@@ -134,6 +134,8 @@ class Recipe:
     completion_only_loss: bool = True
     string_prompt: str = "text"
     pair_columns: str = "dpo"
+    extra_columns: str = "ignore"    # columns neither data nor options (encoder.inputs.columns)
+    ignore_columns: tuple[str, ...] = ()
     shard_size: int = 8192
     output: str = "parquet"
     seed: int = 0
@@ -180,7 +182,8 @@ class Recipe:
             epoch_tokens=self.epoch_tokens, plot=self.plot, max_bad_fraction=self.max_bad_fraction,
             keep_untrained=self.keep_untrained, pad_to_multiple_of=self.pad_to_multiple_of, seq_idx=self.seq_idx,
             shape=self.shape, fields=self.fields, completion_only_loss=self.completion_only_loss,
-            string_prompt=self.string_prompt, pair_columns=self.pair_columns)
+            string_prompt=self.string_prompt, pair_columns=self.pair_columns, extra_columns=self.extra_columns,
+            ignore_columns=self.ignore_columns)
 
     def shape_options(self) -> Any:
         return self.pack_options().shape_options()
@@ -192,6 +195,7 @@ class Recipe:
         d["sources"] = [asdict(s) for s in self.sources]
         d["validation"] = self.validation.to_value() if self.validation else None
         d["fields"] = list(self.fields)
+        d["ignore_columns"] = list(self.ignore_columns)
         return d
 
     def output_key(self) -> dict[str, Any]:
@@ -230,6 +234,7 @@ _TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "shape": ((str,), "a record shape"), "fields": ((list, tuple), "a list of KEY=COLUMN"),
     "completion_only_loss": ((bool,), "true or false"), "string_prompt": ((str,), "text or chat"),
     "pair_columns": ((str,), "dpo or orpo"),
+    "extra_columns": ((str,), "ignore or error"), "ignore_columns": ((list, tuple), "a list of column names"),
 }
 
 
@@ -364,14 +369,16 @@ def resolve_recipe(data: Mapping[str, Any], overrides: Mapping[str, Any] | None 
     dedup = top.get("dedup", "off")
     top["dedup"] = "off" if dedup in (None, False) else ("exact" if dedup is True else dedup)
     top["validation"] = Validation.parse(top.get("validation"))
-    if "fields" in top:
-        top["fields"] = tuple(top["fields"])
+    for key in ("fields", "ignore_columns"):
+        if key in top:
+            top[key] = tuple(top[key])
     base = Recipe(sources=(), **{k: v for k, v in top.items() if k in TOP_KEYS})
     from ..inputs.shapes import PAIR_SHAPES, RECORD_SHAPES
 
     _choice("shape", base.shape, ["auto", "chat", "native", *RECORD_SHAPES], "")
     _choice("string_prompt", base.string_prompt, ["text", "chat"], "")
     _choice("pair_columns", base.pair_columns, ["dpo", "orpo"], "")
+    _choice("extra_columns", base.extra_columns, ["ignore", "error"], "")
     if base.shape in {s.value for s in PAIR_SHAPES}:
         raise RecipeError(f"shape {base.shape!r} is written one row per pair by the streaming driver, not by a "
                           "recipe run", field="shape",

@@ -50,7 +50,7 @@ def conversation_from_record(record: Mapping[str, Any], *, messages_field: str =
     Raises ``InputError`` naming the field for records that hold no conversation.
     """
     from ..inputs.columns import apply_rule
-    from ..inputs.detect import record_shape
+    from ..inputs.detect import UNREAD_COLUMNS, record_shape
     from ..inputs.shapes import RecordShape, ShapeOptions
 
     if isinstance(record, (list, tuple)):
@@ -62,9 +62,8 @@ def conversation_from_record(record: Mapping[str, Any], *, messages_field: str =
     try:
         rshape = record_shape(record, shape, opts, messages_field)
     except InputError as exc:
-        if exc.code == "E-SHAPE-UNKNOWN" and any(isinstance(k, str) and looks_like(k, messages_field)
-                                                 for k in record):
-            raise no_messages(record, messages_field) from None
+        if exc.code == "E-SHAPE-UNKNOWN" and not UNREAD_COLUMNS.keys() & record.keys():
+            raise no_messages(record, messages_field) from None  # conversations are the common case
         raise
     record = apply_rule(record, rshape, opts, messages_field=messages_field, tools_field=tools_field,
                         ignored=ignored)
