@@ -29,7 +29,8 @@ Layout: every folder has one job (the repository's ``encoder/`` and ``vocab/`` i
   encoder/adapters/        input messages (OpenAI / HF chat, openai-harmony JSON, the 2.2 interchange,
                            canonical dicts) -> ``Conversation`` (``to_conversation``)
   encoder/inputs/          record shapes besides conversations: prompt/completion, Alpaca, plain
-                           text, preference pairs and KTO examples; shape detection
+                           text, preference pairs and KTO examples; shape detection; the one column
+                           rule for dataset records (columns); hermes calls written in the text (hermes)
   encoder/model/           a local HF model folder as input: its tokenizer, its stop ids, and the
                            format its chat template speaks (detect)
   encoder/packing/         rendered documents -> fixed-length rows: BFD, windows, overlong documents,

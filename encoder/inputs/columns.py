@@ -94,19 +94,23 @@ def apply_rule(record: Mapping[str, Any], shape: RecordShape, opts: ShapeOptions
             out[key] = value
         else:
             extra.append(key)
+    refused: list[InputError] = []
     for key in extra:
         name = str(key)
         if name in opts.ignore_columns:
             continue
         option = misspelled_option(name, opts)
         if option is not None:
-            raise InputError(f"column {name!r} looks like a misspelled conversation option", code="E-INPUT-OPTION",
-                             field=name, hint=f"did you mean {option!r}? rename the column, read it with --field "
-                                              f"{option}={name}, or pass --ignore-column {name} if it is not one")
-        if opts.extra_columns == "error":
-            raise InputError(f"column {name!r} is neither data nor an option of a {shape.value} record",
-                             code="E-INPUT-COLUMN", field=name,
-                             hint=f"list it with --ignore-column {name}, or pass --extra-columns ignore")
-    if ignored is not None:
-        ignored.update(str(k) for k in extra)
+            refused.append(InputError(
+                f"column {name!r} looks like a misspelled conversation option", code="E-INPUT-OPTION", field=name,
+                hint=f"did you mean {option!r}? rename the column, read it with --field {option}={name}, or pass "
+                     f"--ignore-column {name} if it is not one"))
+        elif opts.extra_columns == "error":
+            refused.append(InputError(f"column {name!r} is neither data nor an option of a {shape.value} record",
+                                      code="E-INPUT-COLUMN", field=name,
+                                      hint=f"list it with --ignore-column {name}, or pass --extra-columns ignore"))
+    if ignored is not None:  # counted whatever the record's verdict (the refused columns are not ignored)
+        ignored.update(str(k) for k in extra if not any(e.field == str(k) for e in refused))
+    if refused:
+        raise refused[0]
     return out

@@ -83,7 +83,7 @@ def conversation_from_record(record: Mapping[str, Any], *, messages_field: str =
                            if k not in (messages_field, tools_field, SHAREGPT_FIELD, opts.fields.system)}
     out["messages"] = messages
     tools = record.get(tools_field)
-    if tools is not None:
+    if tools is not None and not (isinstance(tools, str) and not tools.strip()):  # LLaMA-Factory: "" = none
         tools = _decoded(tools, tools_field)
         if not isinstance(tools, list):
             raise InputError(f"{tools_field!r} must be a list of tool definitions, got {type(tools).__name__}",
