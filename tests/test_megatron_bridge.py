@@ -104,3 +104,48 @@ def test_seq_len_with_no_pack_is_a_usage_error(tmp_path):
                    + "\n")
     assert main(["pack", str(src), "--output", "megatron", "--seq-len", "64", "--no-pack", "--out",
                  str(tmp_path / "o")]) == EXIT_USAGE
+
+
+# -- Megatron-LM: GPTDataset over the unpacked ids, with ocml's mask (integrations.megatron_lm) ----------
+
+class _Tokenizer:
+    """What GPTDatasetConfig reads from a tokenizer (Harmony's o200k: ids above uint16)."""
+
+    vocab_size, eod, pad = 201088, 199999, 199999
+    unique_identifiers = {"class": "ocml-test"}
+
+
+def test_megatron_lm_samples_train_ocmls_mask(tmp_path):
+    mcore_indexed()
+    from megatron.core.datasets.blended_megatron_dataset_builder import BlendedMegatronDatasetBuilder
+    from megatron.core.datasets.gpt_dataset import GPTDatasetConfig
+
+    from ocml.encoder.integrations.megatron_lm import MaskedGPTDataset
+    from ocml.encoder.pipeline.megatron import IndexedDataset as OwnReader
+
+    src = CORPUS / "openai_function_calling.jsonl"
+    run(PackOptions(inputs=(str(src), str(CORPUS / "alpaca.jsonl")), out=tmp_path / "o", format="harmony",
+                    outputs=("megatron",), pack=False, workers=1, plot=False, max_bad_fraction=1.0))
+    prefix = str(tmp_path / "o" / "megatron" / "train-00000_text_document")
+    seq = 32
+    cfg = GPTDatasetConfig(random_seed=1, sequence_length=seq, blend=([prefix], None), split="100,0,0",
+                           tokenizer=_Tokenizer(), reset_position_ids=False, reset_attention_mask=False,
+                           eod_mask_loss=False, path_to_cache=str(tmp_path / "cache"))
+    ds = BlendedMegatronDatasetBuilder(MaskedGPTDataset, [8, None, None], lambda: True, cfg).build()[0]
+    ids = OwnReader.open(prefix)
+    mask = OwnReader.open(prefix.replace("_text_document", "_loss_mask_document"))
+    # the stream GPTDataset cuts its samples from: documents in its document_index order
+    order = [int(d) for d in ds.document_index]
+    flat_ids = np.concatenate([np.asarray(ids[d], np.int64) for d in order])
+    flat_mask = np.concatenate([np.asarray(mask[d], bool) for d in order])
+    starts = np.concatenate(([0], np.cumsum([len(ids[d]) for d in order])))
+    trained = 0
+    for k in range(len(ds)):
+        s = ds[k]
+        doc, offset = ds.sample_index[ds.shuffle_index[k]]
+        a = int(starts[int(doc)]) + int(offset)
+        assert s["tokens"].tolist() == flat_ids[a:a + seq].tolist()  # the span GPTDataset drew
+        want = flat_mask[a + 1:a + seq + 1]                            # label j = token j + 1
+        assert (s["loss_mask"].numpy() == 1).tolist() == want.tolist()
+        trained += int(want.sum())
+    assert 0 < trained < len(ds) * seq
