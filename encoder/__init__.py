@@ -36,10 +36,11 @@ Layout: every folder has one job (the repository's ``encoder/`` and ``vocab/`` i
   encoder/packing/         rendered documents -> fixed-length rows: BFD, windows, overlong documents,
                            pad-to-multiple, the ``Packed`` result (behind ``ocml.pack``)
   encoder/pipeline/        ``ocml pack``: readers, workers, records, options, shards (Parquet, .npy,
-                           megatron, megatron_sft: Megatron-Bridge's packed SFT), resume, report, provenance; recipes (recipe, recipe_run and its
-                           recipe_plan, recipe_spools, recipe_report: a plain run is a one-source
-                           recipe); run (the one-pass streaming driver: ``--no-shuffle``, preference /
-                           KTO rows); readback for ``ocml inspect``
+                           megatron; megatron_sft: Megatron-Bridge's packed SFT), resume, report,
+                           provenance; recipes (recipe, recipe_run and its recipe_plan,
+                           recipe_spools, recipe_report: a plain run is a one-source recipe); run
+                           (the one-pass streaming driver: ``--no-shuffle``, preference / KTO rows);
+                           readback for ``ocml inspect``
   encoder/integrations/    stages for the data engines people run: HF ``datasets``, Ray Data (render,
                            pack, a recipe's rules on rendered rows); Megatron-LM's GPTDataset with
                            ocml's loss mask (megatron_lm)
