@@ -301,3 +301,23 @@ def test_parquet_reads_llamafactory_system_and_refuses_a_misspelled_option(tmp_p
     e = enc("harmony", None)
     assert "# Instructions\n\nBe brief." in e.tokenizer.decode(ids)
     assert np.asarray(ids).size > 0
+
+
+@pytest.mark.parametrize("name", ["multilingual_thinking.jsonl", "hermes_function_calling.jsonl",
+                                  "sharegpt_tools.jsonl", "ultrafeedback.jsonl", "alpaca.jsonl"])
+def test_datasets_and_ray_stage_gives_the_same_verdict(name):
+    """``OcmlRender`` (``datasets.map`` / Ray ``map_batches``) on the records as an Arrow table:
+    the one column rule too (extra columns ignored, a misspelled option refused)."""
+    import pyarrow as pa
+
+    from ocml.encoder.integrations import OcmlRender
+
+    rows = records(name)
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    out = OcmlRender(enc("harmony", None))(pa.Table.from_pylist([{k: r.get(k) for k in keys} for r in rows]))
+    for k, (rec, want) in enumerate(zip(rows, EXPECTED[name]["records"])):
+        if "error" in want:
+            assert out.column("error_code")[k].as_py() == want["error"], (name, k)
+        else:
+            assert out.column("input_ids")[k].as_py() == enc("harmony", None).render(
+                expected_conversation(want)).ids.tolist(), (name, k)
