@@ -321,3 +321,23 @@ def test_datasets_and_ray_stage_gives_the_same_verdict(name):
         else:
             assert out.column("input_ids")[k].as_py() == enc("harmony", None).render(
                 expected_conversation(want)).ids.tolist(), (name, k)
+
+
+def test_inspect_source_takes_the_names_the_report_prints(tmp_path, capsys):
+    from ocml.encoder.cli import EXIT_OK, main
+    from ocml.encoder.pipeline.recipe_report import format_recipe_report
+
+    src = tmp_path / "a_rather_long_source_file_name.jsonl"
+    src.write_text((CORPUS / "sharegpt_tools.jsonl").read_text("utf-8"), encoding="utf-8")
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(f"sources:\n  - path: {src}\n    name: weather-tools\n  - path: {CORPUS / 'alpaca.jsonl'}\n"
+                      f"format: harmony\nseq_len: 512\nmax_bad_fraction: 1\n", encoding="utf-8")
+    out = tmp_path / "o"
+    assert main(["pack", "--recipe", str(recipe), "--out", str(out), "--workers", "1", "--no-progress"]) == EXIT_OK
+    report = json.loads((out / "report.json").read_text())
+    printed = format_recipe_report(report)
+    capsys.readouterr()
+    for name in ("weather-tools", str(CORPUS / "alpaca.jsonl")):
+        short = name if len(name) <= 20 else "…" + name[-19:]  # as the per-source table prints it
+        assert short in printed
+        assert main(["inspect", str(out), "--source", short, "--count", "1"]) == EXIT_OK, capsys.readouterr().err
