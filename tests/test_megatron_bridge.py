@@ -21,11 +21,10 @@ CORPUS = Path(__file__).resolve().parent / "fixtures" / "datasets"
 
 
 def mcore_indexed() -> Any:
-    try:
-        from megatron.core.datasets.indexed_dataset import IndexedDataset
-    except Exception as exc:  # ImportError, or torch failing to load
-        pytest.skip(f"megatron-core does not import here: {exc}")
-    return IndexedDataset
+    """megatron-core's IndexedDataset (test_megatron's guard: skips only when it cannot import)."""
+    from test_megatron import mcore
+
+    return mcore().IndexedDataset
 
 
 def decode(words: np.ndarray) -> dict[str, Any]:
