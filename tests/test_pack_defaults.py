@@ -14,12 +14,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ocml.encoder.pipeline.gates import NothingRendered
-
 from ocml import encoder
 from ocml.encoder.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
 from ocml.encoder.errors import InputError
 from ocml.encoder.inputs.shapes import OVERLONG_DEFAULT, RecordShape
+from ocml.encoder.pipeline.gates import NothingRendered
 from ocml.encoder.pipeline.options import BAD_SAMPLE, resolve_overlong
 from ocml.encoder.pipeline.records import conversation_from_record
 from ocml.encoder.pipeline.run import PackOptions, TooManyBadRecords, run
