@@ -18,7 +18,7 @@ from typing import Any
 from .errors import InputError, OcmlError
 
 EXIT_OK = 0
-EXIT_FAILED = 1        # --strict met a bad record; too many bad records; a run failed after it started
+EXIT_FAILED = 1        # --strict met a bad record; too many bad records; nothing rendered; a run failed
 EXIT_USAGE = 2         # bad option, unreadable / unusable input, --out holding something else
 EXIT_INTERRUPTED = 130
 EXIT_PIPE = 141        # stdout closed early (ocml ... | head): like tools killed by SIGPIPE
@@ -26,8 +26,9 @@ EXIT_PIPE = 141        # stdout closed early (ocml ... | head): like tools kille
 EPILOG = """exit codes:
   0    success (ocml pack: bad records were skipped, listed in DIR/errors.jsonl and the report)
   1    ocml pack --strict stopped at a bad record, more than --max-bad-fraction of the
-       records were bad, or a run failed after it started (a worker died, the disk is
-       full); rerun the same command to resume
+       records were bad, no record rendered (E-NOTHING-RENDERED, whatever the limit), or
+       a run failed after it started (a worker died, the disk is full); rerun the same
+       command to resume
   2    usage or input error: bad option, missing / unreadable / non-UTF-8 / non-JSON input,
        an --out folder that holds something else
   130  interrupted (Ctrl-C); ocml pack resumes when rerun
