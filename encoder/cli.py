@@ -22,7 +22,7 @@ from .errors import InputError, OcmlError
 from .jsonlimits import loads_record
 
 EXIT_OK = 0
-EXIT_FAILED = 1        # --strict met a bad record; too many bad records; a run failed after it started
+EXIT_FAILED = 1        # --strict met a bad record; too many bad records; nothing rendered; a run failed
 EXIT_USAGE = 2         # bad option, unreadable / unusable input, --out holding something else
 EXIT_INTERRUPTED = 130
 EXIT_PIPE = 141        # stdout closed early (ocml ... | head): like tools killed by SIGPIPE
@@ -30,8 +30,9 @@ EXIT_PIPE = 141        # stdout closed early (ocml ... | head): like tools kille
 EPILOG = """exit codes:
   0    success (ocml pack: bad records were skipped, listed in DIR/errors.jsonl and the report)
   1    ocml pack --strict stopped at a bad record, more than --max-bad-fraction of the
-       records were bad, or a run failed after it started (a worker died, the disk is
-       full); rerun the same command to resume
+       records were bad, no record rendered (E-NOTHING-RENDERED, whatever the limit), or
+       a run failed after it started (a worker died, the disk is full); rerun the same
+       command to resume
   2    usage or input error: bad option, missing / unreadable / non-UTF-8 / non-JSON input,
        a truncated or corrupt input file, an --out folder that holds something else
   130  interrupted (Ctrl-C); ocml pack resumes when rerun
@@ -78,8 +79,9 @@ def _utf8(data: bytes, path: str) -> str:
 
 
 def load_conversation(path: str, line: int | None = None, *, messages_field: str = "messages",
-                      tools_field: str = "tools") -> Any:
-    """One conversation from a JSON file (or line ``line`` of a JSON Lines file)."""
+                      tools_field: str = "tools", shape: str = "auto", shape_options: Any = None) -> Any:
+    """One conversation from a JSON file (or line ``line`` of a JSON Lines file); a record
+    (not a bare message) is read as ``ocml pack`` reads it (``pipeline.records``)."""
     from .pipeline.records import conversation_from_record
 
     text = _utf8(_decompress(_read_bytes(path)), path)
@@ -100,8 +102,9 @@ def load_conversation(path: str, line: int | None = None, *, messages_field: str
                              hint="pick one with --line N, or pack the whole file with `ocml pack`") from None
         raise InputError(f"{path}: not valid JSON ({exc.msg.removesuffix(' at')} at line {exc.lineno}, column {exc.colno})",
                          code="E-INPUT-JSON", field="FILE") from None
-    if isinstance(obj, dict) and (messages_field in obj or "conversations" in obj):
-        return conversation_from_record(obj, messages_field=messages_field, tools_field=tools_field)
+    if isinstance(obj, dict) and "role" not in obj:
+        return conversation_from_record(obj, messages_field=messages_field, tools_field=tools_field, shape=shape,
+                                        shape_options=shape_options)
     return obj
 
 
@@ -122,8 +125,10 @@ def _cmd_render(args: argparse.Namespace) -> int:
 
     check_applies(args, "render")
     make, _ = encoder_factory(args.format, args.tokenizer, args.model, sys.stderr)
-    enc = make(mask=args.mask, cot=args.cot, shape=args.shape, shape_options=_shape_options(args), **format_options(args))
-    conv = load_conversation(args.file, args.line, messages_field=args.messages_field, tools_field=args.tools_field)
+    shape_options = _shape_options(args)
+    enc = make(mask=args.mask, cot=args.cot, shape=args.shape, shape_options=shape_options, **format_options(args))
+    conv = load_conversation(args.file, args.line, messages_field=args.messages_field, tools_field=args.tools_field,
+                             shape=args.shape, shape_options=shape_options)
     r = enc.render(conv, mode=args.mode)
     if args.color is not None:
         return show_render(enc, r, args.color)
@@ -161,7 +166,8 @@ def _shape_options(args: argparse.Namespace) -> Any:
     sequence: a preference pair's two sides are ``ocml pack --shape preference --no-pack`` rows)."""
     from .inputs.shapes import ShapeOptions
 
-    return ShapeOptions.from_flags(args.field, args.completion_only_loss, args.string_prompt)
+    return ShapeOptions.from_flags(args.field, args.completion_only_loss, args.string_prompt,
+                                   extra_columns=args.extra_columns, ignore_columns=args.ignore_column)
 
 
 def _cmd_formats(args: argparse.Namespace) -> int:
@@ -195,7 +201,8 @@ def _cmd_pack(args: argparse.Namespace) -> int:
         max_bad_fraction=args.max_bad_fraction, keep_untrained=args.keep_untrained,
         max_line_bytes=args.max_line_bytes,
         shape=args.shape, fields=tuple(args.field), completion_only_loss=args.completion_only_loss,
-        string_prompt=args.string_prompt, pair_columns=args.pair_columns)
+        string_prompt=args.string_prompt, pair_columns=args.pair_columns, extra_columns=args.extra_columns,
+        ignore_columns=tuple(args.ignore_column))
     try:
         result = run_from_args(args) if recipe else run(opts)
     except (StrictStop, TooManyBadRecords) as exc:
@@ -368,7 +375,15 @@ def _add_shape_args(p: argparse.ArgumentParser) -> None:
                         "needs --no-pack)")
     p.add_argument("--field", action="append", default=[], metavar="KEY=COLUMN",
                    help="read a shape's KEY from COLUMN, e.g. --field output=response (keys: prompt, completion, "
-                        "chosen, rejected, label, instruction, input, output, system, history, text); repeatable")
+                        "chosen, rejected, label, instruction, input, output, system, history, text) or a "
+                        "conversation option from COLUMN, e.g. --field reasoning_effort=effort; repeatable")
+    p.add_argument("--extra-columns", default="ignore", choices=["ignore", "error"],
+                   help="columns that are neither data nor options: ignore them (default; counted in the report) "
+                        "or refuse the record (E-INPUT-COLUMN); a column that looks like a misspelled option "
+                        "is always an error")
+    p.add_argument("--ignore-column", action="append", default=[], metavar="COLUMN",
+                   help="a column to ignore even under --extra-columns error (and never taken for a misspelled "
+                        "option); repeatable")
     p.add_argument("--completion-only-loss", action=argparse.BooleanOptionalAction, default=True,
                    help="prompt/completion records: train only the completion (default), or everything (TRL's "
                         "completion_only_loss)")

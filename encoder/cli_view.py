@@ -23,7 +23,8 @@ from .tokenview import Span, Style, TokenView, When, header, legend
 # dests of ocml pack's options that other commands take (everything else is pack-only).
 OPTIONS_APPLYING: dict[str, frozenset[str]] = {
     "render": frozenset({"format", "tokenizer", "model", "mask", "cot", "reasoning", "messages_field", "tools_field",
-                         "json", "shape", "field", "completion_only_loss", "string_prompt"}),
+                         "json", "shape", "field", "completion_only_loss", "string_prompt", "extra_columns",
+                         "ignore_column"}),
     "inspect": frozenset({"format", "tokenizer"}),
 }
 # each command's own options (not from pack's set)

@@ -403,10 +403,17 @@ def test_cli_preference_usage_errors(tmp_path):
         assert res.returncode == 2 and field in res.stderr, res.stderr
     res = _ocml("pack", str(src), "--no-pack", "--out", "o3", "--field", "bogus", cwd=tmp_path)
     assert res.returncode == 2 and "KEY=COLUMN" in res.stderr
-    # a pair met in an SFT run is a bad record saying how to pack it
-    res = _ocml("pack", str(src), "--no-pack", "--out", "o4", "--workers", "1", "--json", cwd=tmp_path)
-    assert res.returncode == 0
+    # a pair met in an SFT run is a bad record saying how to pack it (beside a conversation: a run
+    # that renders nothing fails, E-NOTHING-RENDERED)
+    mixed = _write(tmp_path / "m.jsonl", [{"prompt": "a", "chosen": "b", "rejected": "c"},
+                                          {"messages": [{"role": "user", "content": "a"},
+                                                        {"role": "assistant", "content": "b"}]}])
+    res = _ocml("pack", str(mixed), "--no-pack", "--out", "o4", "--workers", "1", "--json",
+                "--max-bad-fraction", "1", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
     assert "--shape preference" in (tmp_path / "o4" / "errors.jsonl").read_text()
+    res = _ocml("pack", str(src), "--no-pack", "--out", "o5", "--workers", "1", "--max-bad-fraction", "1", cwd=tmp_path)
+    assert res.returncode == 1 and "E-NOTHING-RENDERED" in res.stderr
 
 
 def test_cli_kto(tmp_path):

@@ -166,7 +166,7 @@ def test_pack_megatron_read_back_by_megatron_core(megatron_out: Path):
 
 
 @pytest.mark.parametrize("extra, field", [
-    (["--seq-len", "128"], "--seq-len"),
+    (["--seq-len", "128", "--no-pack"], "--seq-len"),  # packed with --seq-len: Megatron-Bridge's .sft pair
     (["--pad-to-multiple-of", "8"], "--pad-to-multiple-of"),
     (["--seq-idx"], "--seq-idx"),
 ])

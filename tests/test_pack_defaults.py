@@ -18,6 +18,7 @@ from ocml import encoder
 from ocml.encoder.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
 from ocml.encoder.errors import InputError
 from ocml.encoder.inputs.shapes import OVERLONG_DEFAULT, RecordShape
+from ocml.encoder.pipeline.gates import NothingRendered
 from ocml.encoder.pipeline.options import BAD_SAMPLE, resolve_overlong
 from ocml.encoder.pipeline.records import conversation_from_record
 from ocml.encoder.pipeline.run import PackOptions, TooManyBadRecords, run
@@ -119,9 +120,14 @@ def test_untrained_documents_are_skipped_and_counted_apart(tmp_path: Path, fmt: 
 
 def test_everything_masked_by_policy_is_untrained(tmp_path: Path) -> None:
     write_data(tmp_path / "in.jsonl", 10, seed=2)
-    res = run(opts([tmp_path / "in.jsonl"], tmp_path / "out", mask="none"))
+    with pytest.raises(NothingRendered) as info:  # a run that renders nothing fails (issue 27)
+        run(opts([tmp_path / "in.jsonl"], tmp_path / "out", mask="none"))
+    assert "no document rendered from 10 record(s)" in info.value.message
+    lines = [json.loads(x) for x in (tmp_path / "out" / "untrained.jsonl").read_text().splitlines()]
+    assert [x["reason"] for x in lines] == ["the mask policy trains none of it"] * 10
+    res = run(opts([tmp_path / "in.jsonl"], tmp_path / "kept", mask="none", keep_untrained=True))
     assert res.report["untrained"]["by_reason"] == {"the mask policy trains none of it": 10}
-    assert res.report["counts"]["documents"] == 0 and res.report["pack"]["rows"] == 0
+    assert res.report["counts"]["documents"] == 10
 
 
 # -- overlong default and per-policy counts --------------------------------------------------------

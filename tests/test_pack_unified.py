@@ -109,7 +109,7 @@ def test_megatron_and_usage_errors(data: Path, tmp_path: Path, driver: str,
     m = json.loads((tmp_path / "m" / "manifest.json").read_text())
     assert not m["packed"] and m["shards"]["megatron"] == ["megatron/train-00000"]
     assert report(tmp_path / "m")["counts"]["documents"] == 80  # 82 good records, 2 untrained skipped (84 read)
-    for extra, field in ((["--output", "megatron", "--seq-len", SEQ], "--seq-len"),
+    for extra, field in ((["--output", "megatron", "--seq-len", SEQ, "--no-pack"], "--seq-len"),
                          (["--no-pack", "--seq-idx"], "--seq-idx"),
                          (["--seq-len", "100", "--pad-to-multiple-of", "8"], "--pad-to-multiple-of"),
                          (["--no-pack", "--overlong", "split"], "--overlong"),

@@ -1,7 +1,8 @@
 """Record shapes besides conversations: prompt/completion, Alpaca, plain text, preference
 pairs and KTO examples (``shapes`` says what each is; one module per shape reads it,
 ``detect`` picks the shape of a record, ``layout`` renders the sequence shapes for
-``Encoder.render``, ``pairs`` renders preference / KTO rows)."""
+``Encoder.render``, ``pairs`` renders preference / KTO rows, ``columns`` is the one column rule
+for dataset records, ``hermes`` reads function calls written inside the text)."""
 
 from __future__ import annotations
 

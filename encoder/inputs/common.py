@@ -79,6 +79,8 @@ def options(record: Mapping[str, Any]) -> dict[str, Any]:
         if v is None:
             continue
         if k in ("tools", "builtin_tools") and isinstance(v, str):
+            if not v.strip():
+                continue  # an empty column (LLaMA-Factory's "tools": "") is no tools
             try:
                 v = loads_record(v, f"{k!r}", field=k)
             except OcmlError:

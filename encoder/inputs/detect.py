@@ -40,12 +40,33 @@ def detect_shape(record: Any, opts: ShapeOptions = DEFAULT_OPTIONS, messages_fie
         return RecordShape.ALPACA
     if present(record, f.text):
         return RecordShape.TEXT
+    raise unknown_shape(record, opts, messages_field)
+
+
+#: columns of published datasets ocml does not read, and what to do instead
+UNREAD_COLUMNS: dict[str, str] = {
+    "chat": "glaive-function-calling-v2's 'chat' text ('USER: ... ASSISTANT: <functioncall> ...') is not parsed: "
+            "use its ShareGPT conversion (LLaMA-Factory's glaive_toolcall: function_call / observation turns)",
+}
+
+
+def unknown_shape(record: Mapping[str, Any], opts: ShapeOptions, messages_field: str) -> InputError:
+    """``E-SHAPE-UNKNOWN``, or ``E-SHAPE-MISSING`` when a shape's column is there but null."""
+    f = opts.fields
+    shape_keys = (messages_field, *CHAT_KEYS, f.chosen, f.rejected, f.prompt, f.completion, f.instruction,
+                  f.output, f.text)
+    nulls = [k for k in dict.fromkeys(shape_keys) if k in record and record[k] is None]
+    if nulls:
+        return InputError(f"record's {' and '.join(repr(k) for k in nulls)} {'is' if len(nulls) == 1 else 'are'} null",
+                          code="E-SHAPE-MISSING", field=nulls[0],
+                          hint="give the value (a null column holds no data), or drop the record")
     keys = sorted(map(str, record))[:8]
-    raise InputError(f"record is none of the shapes ocml reads (keys: {keys})", code="E-SHAPE-UNKNOWN",
-                     field=messages_field,
-                     hint=f"conversations ({messages_field!r}), prompt/completion, alpaca (instruction/output), "
-                          "text, preference (chosen/rejected); rename columns with --field KEY=COLUMN "
-                          "or --messages-field")
+    unread = next((hint for k, hint in UNREAD_COLUMNS.items() if k in record), None)
+    return InputError(f"record is none of the shapes ocml reads (keys: {keys})", code="E-SHAPE-UNKNOWN",
+                      field=messages_field,
+                      hint=unread or f"conversations ({messages_field!r}), prompt/completion, alpaca "
+                                     "(instruction/output), text, preference (chosen/rejected); rename columns "
+                                     "with --field KEY=COLUMN or --messages-field")
 
 
 def read_record(record: Mapping[str, Any], shape: RecordShape, opts: ShapeOptions = DEFAULT_OPTIONS

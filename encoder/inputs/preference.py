@@ -33,11 +33,11 @@ def read_preference(record: Mapping[str, Any], fields: Fields) -> PreferencePair
     same_kind(SHAPE, **{c: chosen, r: rejected})
     prompt = side(record, p, SHAPE) if present(record, p) else None
     implicit = prompt is None or isinstance(prompt, str) != isinstance(chosen, str)  # maybe_extract_prompt's rule
-    if implicit:
-        prompt, chosen, rejected = extract_prompt(chosen, rejected, c, r)
-    if chosen == rejected:
+    if chosen == rejected:  # before extracting a prompt: identical sides are not a "prefix" problem
         raise InputError("chosen and rejected are identical", code="E-SHAPE-PAIR-SAME", field=c,
                          hint="a preference pair needs two different completions")
+    if implicit:
+        prompt, chosen, rejected = extract_prompt(chosen, rejected, c, r)
     if not isinstance(chosen, str):
         check_completion(chosen, c)
         check_completion(rejected, r)

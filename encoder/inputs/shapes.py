@@ -71,7 +71,8 @@ def default_overlong(shape: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Fields:
-    """Record keys / columns of each shape (``--field KEY=COLUMN`` renames one)."""
+    """Record keys / columns of each shape (``--field KEY=COLUMN`` renames one; ``KEY`` may
+    also be a conversation option, read from ``COLUMN``: ``options``, option -> column)."""
 
     prompt: str = "prompt"
     completion: str = "completion"
@@ -84,6 +85,7 @@ class Fields:
     system: str = "system"
     history: str = "history"
     text: str = "text"
+    options: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def parse(cls, specs: Sequence[str] | dict[str, str] | Fields | None) -> Fields:
@@ -102,18 +104,23 @@ class Fields:
                     raise InputError(f"--field {spec!r} is not KEY=COLUMN", code="E-USAGE", field="--field",
                                      hint="e.g. --field output=response --field instruction=question")
                 pairs[key.strip()] = column.strip()
-        known = [f.name for f in fields(cls)]
+        from ..adapters.options import RECORD_OPTIONS
+
+        known = [f.name for f in fields(cls) if f.name != "options"]
+        options = tuple((k, v) for k, v in pairs.items() if k in RECORD_OPTIONS)
         for key in pairs:
-            if key not in known:
+            if key not in known and key not in RECORD_OPTIONS:
                 from ..adapters import suggest
 
+                everything = known + list(RECORD_OPTIONS)
                 raise InputError(f"unknown record field {key!r}", code="E-USAGE", field="--field",
-                                 hint=suggest(key, known) + "fields: " + ", ".join(known))
-        return replace(DEFAULT_FIELDS, **pairs)
+                                 hint=suggest(key, everything) + "fields: " + ", ".join(known)
+                                      + "; options: " + ", ".join(RECORD_OPTIONS) + " (tools: --tools-field)")
+        return replace(DEFAULT_FIELDS, options=options, **{k: v for k, v in pairs.items() if k in known})
 
     def columns(self) -> tuple[str, ...]:
-        """Every column a record of any shape may use (what a Parquet reader selects)."""
-        return tuple(getattr(self, f.name) for f in fields(self))
+        """Every data column a record of any shape may use."""
+        return tuple(getattr(self, f.name) for f in fields(self) if f.name != "options")
 
 
 DEFAULT_FIELDS = Fields()
@@ -134,6 +141,9 @@ class ShapeOptions:
     ``"orpo"`` (``DPODataCollatorWithPadding``, TRL's ORPO / CPO: ``prompt_input_ids``,
     ``chosen_input_ids`` = prompt + chosen, ``chosen_attention_mask``, ``chosen_labels``, ...).
     ``alpaca_join``: the text between ``instruction`` and a non-empty ``input``.
+    ``extra_columns`` / ``ignore_columns``: what a column that is neither data nor an option
+    does (``ocml.encoder.inputs.columns``): ``"ignore"`` (default: ignored and counted) or
+    ``"error"``; the columns listed in ``ignore_columns`` are always ignored.
     """
 
     fields: Fields = DEFAULT_FIELDS
@@ -141,8 +151,16 @@ class ShapeOptions:
     string_prompt: str = "text"
     pair_columns: str = "dpo"
     alpaca_join: str = "\n"
+    extra_columns: str = "ignore"
+    ignore_columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if self.extra_columns not in ("ignore", "error"):
+            raise UnknownNameError(f"extra_columns={self.extra_columns!r}", field="extra_columns",
+                                   hint="'ignore' (counted in the report) or 'error'")
+        if isinstance(self.ignore_columns, str) or not all(isinstance(c, str) for c in self.ignore_columns):
+            raise InputError("ignore_columns must be a list of column names", field="ignore_columns")
+        object.__setattr__(self, "ignore_columns", tuple(self.ignore_columns))
         if self.string_prompt not in ("text", "chat"):
             raise UnknownNameError(f"string_prompt={self.string_prompt!r}", field="string_prompt",
                                    hint="'text' (TRL: plain text) or 'chat' (a user turn + the assistant's answer)")
@@ -155,9 +173,11 @@ class ShapeOptions:
 
     @classmethod
     def from_flags(cls, fields: Sequence[str], completion_only_loss: bool = True, string_prompt: str = "text",
-                   pair_columns: str = "dpo") -> ShapeOptions:
-        """The options ``--field KEY=COLUMN`` ... ``--pair-columns`` give (``ocml pack`` and ``ocml render``)."""
-        return cls(Fields.parse(tuple(fields)), completion_only_loss, string_prompt, pair_columns)
+                   pair_columns: str = "dpo", extra_columns: str = "ignore",
+                   ignore_columns: Sequence[str] = ()) -> ShapeOptions:
+        """The options ``--field KEY=COLUMN`` ... ``--ignore-column`` give (``ocml pack`` and ``ocml render``)."""
+        return cls(Fields.parse(tuple(fields)), completion_only_loss, string_prompt, pair_columns,
+                   extra_columns=extra_columns, ignore_columns=tuple(ignore_columns))
 
     @classmethod
     def parse(cls, spec: ShapeOptions | dict[str, Any] | None) -> ShapeOptions:
@@ -176,7 +196,7 @@ class ShapeOptions:
         except TypeError as exc:
             raise UnknownNameError(str(exc), field="shape_options",
                                    hint="keys: fields, completion_only_loss, string_prompt, pair_columns, "
-                                        "alpaca_join") from None
+                                        "alpaca_join, extra_columns, ignore_columns") from None
 
 
 DEFAULT_OPTIONS = ShapeOptions()

@@ -11,6 +11,8 @@ nothing or dropped.  Every split document is reported in ``overlong.jsonl`` like
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -77,3 +79,9 @@ def split_text(enc: Renders, convs: list[Any], locs: list[int], results: list[An
             out.append(res)
             out_locs.append(loc)
     return out_locs, out, splits
+
+
+def presplit_lines(presplit: list[Presplit], where: Callable[[int], dict[str, Any]], seq_len: int) -> list[str]:
+    """The ``overlong.jsonl`` lines of the text documents split in the worker (``where(location)``:
+    the document's file, line, source and record)."""
+    return [json.dumps(p.overlong_record(where(p.location), seq_len), ensure_ascii=False) + "\n" for p in presplit]

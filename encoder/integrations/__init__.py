@@ -6,6 +6,8 @@
 - ``OcmlPack`` (``pack_stage``): rendered rows -> packed ``seq_len`` rows (per batch / block),
   and ``pack_stream`` for one ordered, windowed pass (global packing).
 - ``hf_datasets`` / ``ray_data``: the calls wired up for each engine.
+- ``megatron_lm``: ``MaskedGPTDataset``, Megatron-LM's ``GPTDataset`` over ``ocml pack --output
+  megatron`` with ocml's loss mask (imports megatron-core and torch).
 
 ``datasets`` and ``ray`` are optional (``ocml[hf]``, ``ocml[ray]``); only the engine modules
 import them.

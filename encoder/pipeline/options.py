@@ -91,11 +91,14 @@ class PackOptions:
     completion_only_loss: bool = True
     string_prompt: str = "text"
     pair_columns: str = "dpo"
+    extra_columns: str = "ignore"    # columns neither data nor options (encoder.inputs.columns)
+    ignore_columns: tuple[str, ...] = ()
 
     def shape_options(self) -> Any:
         from ..inputs.shapes import ShapeOptions
 
-        return ShapeOptions.from_flags(self.fields, self.completion_only_loss, self.string_prompt, self.pair_columns)
+        return ShapeOptions.from_flags(self.fields, self.completion_only_loss, self.string_prompt, self.pair_columns,
+                                       self.extra_columns, self.ignore_columns)
 
     @property
     def overlong_policy(self) -> Overlong:
@@ -159,14 +162,15 @@ def check(opts: PackOptions) -> None:
 
 
 def check_outputs(opts: PackOptions) -> None:
-    """Options that only apply to packed rows, and Megatron's unpacked documents."""
+    """Options that only apply to packed rows, and Megatron's two outputs."""
     from ..errors import OcmlError
     from ..packing.padding import check_multiple
 
-    if "megatron" in opts.outputs and (opts.pack or opts.seq_len is not None):
-        raise InputError("Megatron output holds unpacked documents (Megatron packs them at train time)",
+    if "megatron" in opts.outputs and opts.pack != (opts.seq_len is not None):
+        raise InputError("--output megatron writes unpacked documents (Megatron-LM packs them at train time) or, "
+                         "with --seq-len, packed rows (Megatron-Bridge's packed SFT .sft.bin/.sft.idx)",
                          code="E-USAGE", field="--seq-len" if opts.seq_len is not None else "--output",
-                         hint="drop --seq-len (and packing options) with --output megatron")
+                         hint="drop --no-pack to pack for Megatron-Bridge, or drop --seq-len for Megatron-LM")
     for name, given in (("--pad-to-multiple-of", opts.pad_to_multiple_of is not None), ("--seq-idx", opts.seq_idx)):
         if given and not opts.pack:
             raise InputError(f"{name} applies to packed rows only", code="E-USAGE", field=name,

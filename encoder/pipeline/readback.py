@@ -225,12 +225,17 @@ class PackOutput:
             return int(text)
         except ValueError:
             pass
+        recipe = (self.manifest.get("recipe") or {}).get("sources") or []
         for s in self.manifest.get("sources", []):
+            k = int(s["source"])
             paths = [s.get("path", "")] + [f.get("path", "") for f in s.get("files", [])]
-            if any(text in (p, Path(p).name) for p in paths if p):
-                return int(s["source"])
+            names = [recipe[k].get("name", "")] if k < len(recipe) else []  # a recipe source's name, as reported
+            for p in filter(None, paths + names):
+                if text in (p, Path(p).name) or (text.startswith("…") and p.endswith(text[1:])):  # report's short form
+                    return k
         raise InputError(f"no source {text!r} in {self.folder / 'manifest.json'}", code="E-USAGE", field="--source",
-                         hint="a source number, or an input path as given to ocml pack (see manifest.json 'sources')")
+                         hint="a source number, its name as the report prints it, or an input path as given to "
+                              "ocml pack (see manifest.json 'sources')")
 
     def find(self, source: int | None, record: int | None) -> Iterator[tuple[int, int]]:
         """(row, doc index) of every document from ``source`` / with ``record`` (None = any)."""

@@ -273,10 +273,10 @@ def _lines(f: IO[bytes], limit: int) -> Iterator[bytes | LongLine]:
 # -- reading ---------------------------------------------------------------------------------
 
 def columns_for(source: Source, schema_names: Sequence[str], messages_field: str, tools_field: str) -> list[str]:
-    """The columns a tabular source needs; a clear error when it has no messages column."""
-    wanted = [messages_field, tools_field, "conversations", "messages", "tools", *OPTION_COLUMNS]
-    cols = [c for c in dict.fromkeys(wanted) if c in schema_names]
-    if messages_field not in cols and "conversations" not in cols:
+    """The columns of a tabular source: all of them (each record then goes through the one
+    column rule, ``ocml.encoder.inputs.columns``); a clear error when it has no messages
+    column but one that looks like a typo of it."""
+    if messages_field not in schema_names and "conversations" not in schema_names:
         from .records import looks_like
 
         near = [c for c in schema_names if looks_like(c, messages_field)]
@@ -285,7 +285,7 @@ def columns_for(source: Source, schema_names: Sequence[str], messages_field: str
         raise InputError(f"{source.display} has no column {messages_field!r} (columns: {list(schema_names)[:12]})",
                          code="E-INPUT-FIELD", field=messages_field,
                          hint=f"pass --messages-field {near[0]}" if near else "pass --messages-field COLUMN")
-    return cols
+    return list(schema_names)
 
 
 def iter_chunks(sources: Sequence[Source], *, messages_field: str = "messages", tools_field: str = "tools",

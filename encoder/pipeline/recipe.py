@@ -17,10 +17,9 @@ A recipe is YAML or JSON (or the ``manifest.json`` / ``recipe.yaml`` a recipe ru
         max_samples: 10000
         mask: last
 
-Every ``ocml pack`` option is a top-level key (``seq_len``, ``format``, ``output``, ``pack``,
-...; dashes or underscores).  ``mask``, ``cot``, ``reasoning``, ``messages_field`` and
-``tools_field`` are defaults that a source may override.  Command-line flags override the
-recipe (a flag also overrides the per-source values of its key).
+Every ``ocml pack`` option is a top-level key (dashes or underscores).  ``mask``, ``cot``,
+``reasoning``, ``messages_field`` and ``tools_field`` are defaults that a source may override.
+Command-line flags override the recipe (and the per-source values of its key).
 
 Resolution fills every default, so the resolved recipe (``Recipe.to_dict``) names every
 setting the output depends on; relative source paths are read against the recipe file's
@@ -138,6 +137,8 @@ class Recipe:
     completion_only_loss: bool = True
     string_prompt: str = "text"
     pair_columns: str = "dpo"
+    extra_columns: str = "ignore"    # columns neither data nor options (encoder.inputs.columns)
+    ignore_columns: tuple[str, ...] = ()
     shard_size: int = 8192
     output: str = "parquet"
     seed: int = 0
@@ -186,7 +187,8 @@ class Recipe:
             epoch_tokens=self.epoch_tokens, plot=self.plot, max_bad_fraction=self.max_bad_fraction,
             keep_untrained=self.keep_untrained, pad_to_multiple_of=self.pad_to_multiple_of, seq_idx=self.seq_idx,
             shape=self.shape, fields=self.fields, completion_only_loss=self.completion_only_loss,
-            string_prompt=self.string_prompt, pair_columns=self.pair_columns, max_line_bytes=self.max_line_bytes)
+            string_prompt=self.string_prompt, pair_columns=self.pair_columns, extra_columns=self.extra_columns,
+            ignore_columns=self.ignore_columns, max_line_bytes=self.max_line_bytes)
 
     def shape_options(self) -> Any:
         return self.pack_options().shape_options()
@@ -198,6 +200,7 @@ class Recipe:
         d["sources"] = [asdict(s) for s in self.sources]
         d["validation"] = self.validation.to_value() if self.validation else None
         d["fields"] = list(self.fields)
+        d["ignore_columns"] = list(self.ignore_columns)
         return d
 
     def output_key(self) -> dict[str, Any]:
@@ -237,6 +240,7 @@ _TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "shape": ((str,), "a record shape"), "fields": ((list, tuple), "a list of KEY=COLUMN"),
     "completion_only_loss": ((bool,), "true or false"), "string_prompt": ((str,), "text or chat"),
     "pair_columns": ((str,), "dpo or orpo"),
+    "extra_columns": ((str,), "ignore or error"), "ignore_columns": ((list, tuple), "a list of column names"),
 }
 
 
@@ -387,14 +391,16 @@ def resolve_recipe(data: Mapping[str, Any], overrides: Mapping[str, Any] | None 
     dedup = top.get("dedup", "off")
     top["dedup"] = "off" if dedup in (None, False) else ("exact" if dedup is True else dedup)
     top["validation"] = Validation.parse(top.get("validation"))
-    if "fields" in top:
-        top["fields"] = tuple(top["fields"])
+    for key in ("fields", "ignore_columns"):
+        if key in top:
+            top[key] = tuple(top[key])
     base = Recipe(sources=(), **{k: v for k, v in top.items() if k in TOP_KEYS})
     from ..inputs.shapes import PAIR_SHAPES, RECORD_SHAPES
 
     _choice("shape", base.shape, ["auto", "chat", "native", *RECORD_SHAPES], "")
     _choice("string_prompt", base.string_prompt, ["text", "chat"], "")
     _choice("pair_columns", base.pair_columns, ["dpo", "orpo"], "")
+    _choice("extra_columns", base.extra_columns, ["ignore", "error"], "")
     if base.shape in {s.value for s in PAIR_SHAPES}:
         raise RecipeError(f"shape {base.shape!r} is written one row per pair by the streaming driver, not by a "
                           "recipe run", field="shape",

@@ -20,7 +20,7 @@ RECIPE_FLAGS = ("seed", "validation", "validation_pack", "dedup", "shuffle")
 # argparse dest -> recipe key: a dest named as a ``Recipe`` field is that key (the key list lives
 # once, ``recipe.TOP_KEYS``); two flags are spelled otherwise (``no_pack`` is inverted).  A dest
 # that is no recipe key is a usage error in a recipe run (``recipe_from_args``).
-DEST_TO_KEY = {**{k: k for k in TOP_KEYS}, "field": "fields", "no_pack": "pack"}
+DEST_TO_KEY = {**{k: k for k in TOP_KEYS}, "field": "fields", "ignore_column": "ignore_columns", "no_pack": "pack"}
 # Flags that say how to run the command itself, not what the recipe packs.
 NOT_RECIPE_KEYS = frozenset({"recipe", "json", "help"})
 

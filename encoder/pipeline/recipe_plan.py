@@ -6,7 +6,7 @@ per-source counts."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -18,7 +18,7 @@ from .recipe import Recipe
 from .shuffle import permutation
 from .split import validation_mask
 
-__all__ = ["Plan", "SourceCounts", "plan_documents"]
+__all__ = ["Plan", "SourceCounts", "plan_documents", "summed"]
 
 
 @dataclass
@@ -29,9 +29,28 @@ class SourceCounts:
     rejected: int = 0
     untrained: int = 0       # documents with nothing to train (skipped unless keep_untrained)
     text_split: int = 0      # text records split into seq_len pieces in the worker (the text shape's default)
-    documents: int = 0
+    documents: int = 0       # records rendered (records = rejected + untrained skipped + documents)
+    pieces: int = 0          # documents in the spool: a split text record is several
     tokens: int = 0
     trained_tokens: int = 0
+    #: extra columns ignored by the column rule (``encoder.inputs.columns``): column -> records
+    ignored_columns: dict[str, int] = field(default_factory=dict)
+
+    def add_documents(self, pieces: int, presplit: list[Any]) -> None:
+        """A chunk's spooled documents (``pieces``) and the text records split into several."""
+        self.pieces += pieces
+        self.documents += pieces - sum(p.pieces - 1 for p in presplit)
+
+    def read(self, records: int, ignored: Mapping[str, int]) -> None:
+        """A rendered chunk's records and the extra columns they carried."""
+        self.records += records
+        for col, n in ignored.items():
+            self.ignored_columns[col] = self.ignored_columns.get(col, 0) + n
+
+
+def summed(counts: list[SourceCounts]) -> dict[str, int]:
+    """The sources' counts added up (the numbers; not the ignored columns)."""
+    return {f.name: sum(getattr(c, f.name) for c in counts) for f in fields(SourceCounts) if f.type in (int, "int")}
 
 
 @dataclass
@@ -65,6 +84,7 @@ def plan_documents(r: Recipe, meta: Mapping[str, Any], counts: list[SourceCounts
         per_source.append({
             "name": s.name, "path": s.path, "weight": s.weight, "max_samples": s.max_samples,
             "records": c.records, "rejected": c.rejected, "untrained": c.untrained, "documents": c.documents,
+            "pieces": c.pieces,
             "validation": int(np.count_nonzero(mine & val & ~removed)),
             "duplicates": int(np.count_nonzero(mine & dup)),
             "deduplicated": int(np.count_nonzero(mine & removed)),

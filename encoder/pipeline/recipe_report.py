@@ -44,11 +44,15 @@ def format_recipe_report(r: dict[str, Any]) -> str:
     lines.append(f"  recipe      seed {rec['seed']}, dedup {rec['dedup']['mode']} "
                  f"({rec['dedup']['duplicates_seen']:,} duplicate(s) seen, {rec['dedup']['removed']:,} removed), "
                  f"shuffle {'on' if rec['shuffle'] else 'off'}")
-    lines.append(f"  {'source':<20} {'records':>8} {'rejected':>8} {'valid.':>7} {'dups':>6} {'skipped':>8} "
-                 f"{'taken':>8} {'tokens':>11} {'trained':>11} {'share':>7}")
+    # records = rejected + untrained (skipped) + docs; pieces (docs after text splits) = valid. + dedup'd + skipped
+    # + distinct taken (weights take a piece more than once)
+    lines.append(f"  {'source':<20} {'records':>8} {'rejected':>8} {'untr.':>6} {'docs':>8} {'pieces':>8} {'valid.':>7} "
+                 f"{'dups':>6} {'skipped':>8} {'taken':>8} {'tokens':>11} {'trained':>11} {'share':>7}")
     for s in rec["sources"]:
         name = s["name"] if len(s["name"]) <= 20 else "…" + s["name"][-19:]
-        lines.append(f"  {name:<20} {s['records']:>8,} {s['rejected']:>8,} {s['validation']:>7,} "
+        untrained = 0 if r.get("untrained", {}).get("kept") else s["untrained"]
+        lines.append(f"  {name:<20} {s['records']:>8,} {s['rejected']:>8,} {untrained:>6,} {s['documents']:>8,} "
+                     f"{s.get('pieces', s['documents']):>8,} {s['validation']:>7,} "
                      f"{s['duplicates']:>6,} {s['skipped']:>8,} {s['taken']:>8,} {s['tokens']:>11,} "
                      f"{s['trained_tokens']:>11,} {s['share']:>7.1%}")
     for split in SPLITS:

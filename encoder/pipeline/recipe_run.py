@@ -17,12 +17,14 @@ byte-identical for any number of workers, and after a resume):
    second spool.  Redone whole when interrupted (packing is cheap next to rendering).
 4. **write**: rows in a seeded permutation across all shards, ``data/train-NNNNN.parquet``
    and ``data/validation-NNNNN.parquet`` (``npy/train-NNNNN/``, ``npy/validation-NNNNN/``),
-   resumed at the last complete shard.
-
-The report adds the recipe's lines (``recipe_report``) to a plain run's.
+   resumed at the last complete shard.  The report adds the recipe's lines (``recipe_report``).
 
 Disk: the spools hold about 9 bytes per document token plus 12 per packed row token; removed when
-the run completes (or by the next run into ``--out``: ``outdir.prepare``).  Memory grows with the input: README.
+the run completes (or by the next run into ``--out``: ``outdir.prepare``).  Memory grows with the
+input: docs/training/scaling.md.
+
+Size: one driver whose four phases share their state (spools, counts, the ``--out`` lock and
+ownership); split by phase, that state would travel through every call.
 """
 
 from __future__ import annotations
@@ -44,15 +46,15 @@ from .faults import fault as _fault
 from .gates import BadFractionGate
 from .options import BAD_SAMPLE, ocml_version
 from .outdir import is_shard, prepare
-from ..inputs.split import split_text_seq_len
+from ..inputs.split import presplit_lines, split_text_seq_len
 from .pack_encoder import encoder_factory
 from .provenance import LOC_BITS, SourceMap
 from .readers import Position, Source, iter_chunks, resolve
 from .recipe import Recipe, dump_recipe, expand_path
-from .recipe_plan import Plan, SourceCounts, plan_documents
+from .recipe_plan import Plan, SourceCounts, plan_documents, summed
 from .recipe_report import common_setting, format_recipe_report, row_order_statistic
 from .recipe_spools import RecipeSpools
-from .report import (OVERLONG, LengthHistogram, errors_section, manifest_base, overlong_entries,
+from .report import (OVERLONG, LengthHistogram, columns_section, errors_section, manifest_base, overlong_entries,
                      plot_lengths, shard_dirs, timing_section, trained_summary, untrained_summary, write_json)
 from .resume import PROGRESS, STATE_DIR, fingerprint, input_fingerprint, reopen_log as _reopen
 from .run import PackTotals, RunResult
@@ -103,7 +105,6 @@ class RecipeRun:
         self.spools = RecipeSpools(self.state)
         self.progress: dict[str, Any] = {}
 
-    # -- progress ---------------------------------------------------------------------------------
     def _save(self, phase: str, **data: Any) -> None:
         self.progress = {**self.progress, "phase": phase, **data}
         write_json(self.state / PROGRESS, {"fingerprint": self.fp, "status": "running", "shards": 0, "rows": 0,
@@ -112,7 +113,6 @@ class RecipeRun:
     def _say(self, text: str) -> None:
         print(text, file=self.log)
 
-    # -- the run -----------------------------------------------------------------------------------
     def run(self) -> RunResult:
         self.od, progress = prepare(self.out, self.fp, self.recipe.overwrite, self.files, self.recipe.wait_lock,
                                     self.log)
@@ -155,6 +155,7 @@ class RecipeRun:
         hist = LengthHistogram.from_dict(ck["lengths"]) if ck else LengthHistogram()
         errors = ErrorLog(self.out, self.files, ck["errors_bytes"] if ck else 0, strict=r.strict)
         untrained = _reopen(self.out / UNTRAINED, ck["untrained_bytes"] if ck else 0)
+        overlong = _reopen(self.out / OVERLONG, ck.get("overlong_bytes", 0) if ck else 0)  # text split here
         if ck:
             self.smap.file_records = list(ck["file_records"])
         self.start_counts = (sum(c.records for c in counts), sum(c.tokens for c in counts))
@@ -167,12 +168,14 @@ class RecipeRun:
         def checkpoint(si: int, at: Position | None) -> None:
             nonlocal n_ck
             untrained.flush()
+            overlong.flush()
             self.spools.docs.sync()
             self.spools.meta.sync()
             self._save("scan", scan={"source": si, "position": at.to_dict() if at else None,
                                      "docs": self.spools.docs.sizes(), "meta": self.spools.meta.sizes(),
                                      "counts": [asdict(c) for c in counts], "errors_bytes": errors.tell(),
-                                     "untrained_bytes": untrained.tell(), "file_records": self.smap.file_records,
+                                     "untrained_bytes": untrained.tell(), "overlong_bytes": overlong.tell(),
+                                     "file_records": self.smap.file_records,
                                      "lengths": hist.to_dict()})
             n_ck += 1
             _fault("scan", n_ck)
@@ -205,7 +208,7 @@ class RecipeRun:
                         end = ends.pop(rendered.seq)
                         if end.source < len(self.source_files[si]):
                             self.smap.seen(Position(self.file_base[si] + end.source, end.location, end.offset))
-                        tokens += self._consume(si, rendered, counts[si], hist, errors, untrained)
+                        tokens += self._consume(si, rendered, counts[si], hist, errors, untrained, overlong)
                         gate.early(sum(c.records for c in counts), sum(c.rejected for c in counts), errors.by_code)
                         if bar:
                             bar.update(rendered.records)
@@ -217,13 +220,14 @@ class RecipeRun:
                             checkpoint(si, end)
                             tokens = 0
                 checkpoint(si + 1, None)
-            # Over every record (a rerun after this failure fails the same way: the scan stays the phase).
-            gate.final(sum(c.records for c in counts), sum(c.rejected for c in counts), errors.by_code)
+            t = summed(counts)  # over every record (a rerun after this failure fails the same way: the scan stays)
+            gate.final(t["records"], t["rejected"], errors.by_code, documents=t["documents"])
         finally:
             if bar:
                 bar.close()
             errors.close()
             untrained.close()
+            overlong.close()
             self.spools.docs.close()
             self.spools.meta.close()
 
@@ -234,8 +238,8 @@ class RecipeRun:
         return _bar(self.opts, self.smap, self.log, done, desc="ocml pack (recipe)") or False
 
     def _consume(self, si: int, rd: Rendered, c: SourceCounts, hist: LengthHistogram, errors: ErrorLog,
-                 untrained: IO[str]) -> int:
-        c.records += rd.records
+                 untrained: IO[str], overlong: IO[str]) -> int:
+        c.read(rd.records, rd.ignored)
         if rd.errors:
             c.rejected += len(rd.errors)
             errors.add(rd.errors)  # --strict raises StrictStop here
@@ -244,12 +248,13 @@ class RecipeRun:
             for loc, why in rd.untrained:
                 untrained.write(json.dumps({**self.where(self.file_base[si] + rd.source, loc), "reason": why,
                                             "kept": self.recipe.keep_untrained}, ensure_ascii=False) + "\n")
-        c.text_split += len(rd.presplit)  # their pieces are documents of their own below
-        n = rd.documents
-        if not n:
+        c.text_split += len(rd.presplit)  # their pieces are documents of their own in the spool
+        overlong.writelines(presplit_lines(rd.presplit, lambda loc: self.where(self.file_base[si] + rd.source, loc),
+                                           self.recipe.seq_len or 0))
+        if not rd.documents:
             return 0
         lengths, trained = self.spools.add_documents(rd, self.file_base[si] + rd.source, si)
-        c.documents += n
+        c.add_documents(rd.documents, rd.presplit)
         c.tokens += int(lengths.sum())
         c.trained_tokens += int(trained.sum())
         hist.add(lengths)
@@ -283,7 +288,7 @@ class RecipeRun:
 
     def _pack(self, plan: Plan, scan: dict[str, Any]) -> None:
         r = self.recipe
-        overlong = _reopen(self.out / OVERLONG, 0)
+        overlong = _reopen(self.out / OVERLONG, scan.get("overlong_bytes", 0))  # after the scan's text splits
         totals: dict[str, Any] = {}
         start_trained: dict[str, int] = {}
         try:
@@ -391,7 +396,6 @@ class RecipeRun:
             yield Block(off.shape[0] - 1, ids, np.where(mask, ids, IGNORE), offsets=off, mask=mask,
                         doc_source=source, doc_record=record)
 
-    # -- the report ---------------------------------------------------------------------------------
     def row_statistic(self, split: str) -> dict[str, Any] | None:
         """Documents per row vs row index, in the packer's order and as written (the shuffle's
         effect: the written correlation is near 0)."""
@@ -407,8 +411,7 @@ class RecipeRun:
         r, out, enc = self.recipe, self.out, self.enc
         seconds = time.perf_counter() - self.t0
         counts = [SourceCounts(**c) for c in scan["counts"]]
-        tot = {k: sum(getattr(c, k) for c in counts) for k in ("records", "rejected", "untrained", "documents",
-                                                                 "tokens", "trained_tokens")}
+        tot = summed(counts)
         pack_tot = self.progress.get("pack", {})
         hist = LengthHistogram.from_dict(scan["lengths"])
         splits: dict[str, Any] = {}
@@ -433,7 +436,8 @@ class RecipeRun:
         if train_pack:
             with open(out / OVERLONG, encoding="utf-8") as f:
                 firsts = [json.loads(line) for _, line in zip(range(20), f)]
-            pack = {**train_pack, **policy, "overlong_documents": firsts}
+            pack = {**train_pack, **policy, "overlong_documents": firsts,
+                    "split": train_pack["split"] + sum(c.text_split for c in counts)}  # + text split in the scan
         elif r.pack:
             pack = {**asdict(PackTotals(r.seq_len or 0)), "fill_rate": 0.0, "pad_id": None, **policy,
                     "overlong_documents": []}
@@ -448,9 +452,11 @@ class RecipeRun:
             "out": str(out), "format": enc.format_name, "tokenizer": enc.tokenizer.name,
             "mask": common_setting([s.mask for s in r.sources]), "cot": common_setting([s.cot for s in r.sources]),
             "inputs": [s.path for s in r.sources],  # as given (a plain run's inputs); files: the manifest
-            "counts": {"records": tot["records"], "documents": tot["documents"], "bad_records": tot["rejected"],
+            "counts": {"records": tot["records"], "documents": tot["documents"], "pieces": tot["pieces"],
+                       "bad_records": tot["rejected"],
                        "untrained": tot["untrained"], "tokens": tot["tokens"],
                        "trained_tokens": trained_report["after"], "rows": splits["train"]["rows"]},
+            "columns": columns_section([c.ignored_columns for c in counts], r.pack_options()),
             "trained": trained_report,
             "untrained": untrained_summary(out, r.keep_untrained, tot["untrained"]),
             "pack": pack, "lengths": hist.stats(r.seq_len),

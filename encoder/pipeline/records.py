@@ -17,12 +17,14 @@ Message-level shapes (OpenAI / HF chat, openai-harmony JSON, canonical, §10) ar
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
 from ..adapters.values import decoded as _decoded  # one rule for the API and the CLI
 from ..arguments import arguments_text
 from ..errors import InputError
+from ..inputs.hermes import hermes_messages
 
 SHAREGPT_FIELD = "conversations"
 # ShareGPT speaker names -> roles (the spellings found in public ShareGPT-style sets).
@@ -37,40 +39,51 @@ SHAREGPT_ROLES: dict[str, str] = {
 
 
 def conversation_from_record(record: Mapping[str, Any], *, messages_field: str = "messages",
-                             tools_field: str = "tools", shape: str = "auto", shape_options: Any = None) -> Any:
+                             tools_field: str = "tools", shape: str = "auto", shape_options: Any = None,
+                             ignored: Counter[str] | None = None) -> Any:
     """The conversation in ``record``: ``{"messages": [...], "tools": [...], ...options}``.
     A record of another shape (prompt/completion, Alpaca, text: ``ocml.encoder.inputs``), detected
-    or forced by ``shape``, is returned as it is: ``Encoder.render`` reads it.
+    or forced by ``shape``, is returned with its data and options only: ``Encoder.render`` reads it.
+    Every record goes through the one column rule first (``ocml.encoder.inputs.columns``:
+    extra columns dropped and counted in ``ignored``, misspelled options refused).
 
     Raises ``InputError`` naming the field for records that hold no conversation.
     """
-    if shape not in ("auto", "chat", "native"):
-        return record  # a forced record shape (encoder.inputs)
+    from ..inputs.columns import apply_rule
+    from ..inputs.detect import UNREAD_COLUMNS, record_shape
+    from ..inputs.shapes import RecordShape, ShapeOptions
+
     if isinstance(record, (list, tuple)):
         return {"messages": list(record)}
     if not isinstance(record, Mapping):
         raise InputError(f"a record must be a JSON object or a list of messages, got {type(record).__name__}",
                          field=messages_field, hint="one conversation per line / row")
-    if messages_field in record and record[messages_field] is not None:
+    opts = ShapeOptions.parse(shape_options)
+    try:
+        rshape = record_shape(record, shape, opts, messages_field)
+    except InputError as exc:
+        if exc.code == "E-SHAPE-UNKNOWN" and not UNREAD_COLUMNS.keys() & record.keys():
+            raise no_messages(record, messages_field) from None  # conversations are the common case
+        raise
+    record = apply_rule(record, rshape, opts, messages_field=messages_field, tools_field=tools_field,
+                        ignored=ignored)
+    if rshape is not RecordShape.CHAT:
+        return record
+    if messages_field in record:
         messages = _decoded(record[messages_field], messages_field)
     elif SHAREGPT_FIELD in record and messages_field == "messages":
         messages = sharegpt_messages(_decoded(record[SHAREGPT_FIELD], SHAREGPT_FIELD))
-    elif shape == "auto" and _other_shape(record, messages_field, shape_options):
-        return record
     else:
-        near = sorted(k for k in record if isinstance(k, str) and looks_like(k, messages_field))
-        hint = (f"found {near[0]!r}: a typo in the data, or pass --messages-field {near[0]}" if near
-                else f"columns present: {sorted(map(str, record))[:8]}; use --messages-field to name the messages column")
-        raise InputError(f"record has no {messages_field!r} field", field=messages_field, hint=hint)
+        raise no_messages(record, messages_field)
     if not isinstance(messages, list):
         raise InputError(f"{messages_field!r} must be a list of messages, got {type(messages).__name__}",
                          field=messages_field)
+    messages = hermes_messages(with_system(messages, record.get(opts.fields.system), opts.fields.system))
     out: dict[str, Any] = {k: v for k, v in record.items()
-                           if k not in (messages_field, tools_field, SHAREGPT_FIELD, "messages", "tools")
-                           and v is not None}
+                           if k not in (messages_field, tools_field, SHAREGPT_FIELD, opts.fields.system)}
     out["messages"] = messages
     tools = record.get(tools_field)
-    if tools is not None:
+    if tools is not None and not (isinstance(tools, str) and not tools.strip()):  # LLaMA-Factory: "" = none
         tools = _decoded(tools, tools_field)
         if not isinstance(tools, list):
             raise InputError(f"{tools_field!r} must be a list of tool definitions, got {type(tools).__name__}",
@@ -80,15 +93,29 @@ def conversation_from_record(record: Mapping[str, Any], *, messages_field: str =
     return out
 
 
-def _other_shape(record: Mapping[str, Any], messages_field: str, shape_options: Any) -> bool:
-    """Is ``record`` one of ``ocml.encoder.inputs``' shapes (prompt/completion, Alpaca, text...)?"""
-    from ..inputs.detect import detect_shape
-    from ..inputs.shapes import ShapeOptions
+def no_messages(record: Mapping[str, Any], messages_field: str) -> InputError:
+    """``record has no 'messages' field``, naming a column that looks like a typo of it."""
+    near = sorted(k for k in record if isinstance(k, str) and looks_like(k, messages_field))
+    hint = (f"found {near[0]!r}: a typo in the data, or pass --messages-field {near[0]}" if near
+            else f"columns present: {sorted(map(str, record))[:8]}; use --messages-field to name the messages column")
+    return InputError(f"record has no {messages_field!r} field", field=messages_field, hint=hint)
 
-    try:
-        return detect_shape(record, ShapeOptions.parse(shape_options), messages_field).value != "chat"
-    except InputError:
-        return False  # none: the "no messages" error below says what is missing
+
+def with_system(messages: list[Any], system: Any, field: str) -> list[Any]:
+    """LLaMA-Factory's ``system`` column: the system prompt before the messages (a first
+    system message saying something else is ``E-INPUT-SYSTEM``: which one is meant?)."""
+    if system is None or system == "":
+        return messages
+    if not isinstance(system, str):
+        raise InputError(f"{field!r} must be a string, got {type(system).__name__}", field=field)
+    first = messages[0] if messages else None
+    if isinstance(first, Mapping) and first.get("role") in ("system", "developer"):
+        if first.get("content") == system:
+            return messages
+        raise InputError(f"the record has a {field!r} column and a first {first.get('role')} message that differ",
+                         code="E-INPUT-SYSTEM", field=field,
+                         hint="keep one of them (LLaMA-Factory would silently use the message)")
+    return [{"role": "system", "content": system}, *messages]
 
 
 def sharegpt_messages(turns: Any) -> list[dict[str, Any]]:
@@ -96,9 +123,9 @@ def sharegpt_messages(turns: Any) -> list[dict[str, Any]]:
     if not isinstance(turns, list):
         raise InputError(f"{SHAREGPT_FIELD!r} must be a list of turns", field=SHAREGPT_FIELD)
     out: list[dict[str, Any]] = []
-    # ShareGPT has no call ids (and inventing some would put them in the rendered
-    # headers): observations answer the unanswered calls in order, named after them.
-    open_calls: list[str] = []
+    # ShareGPT has no call ids, and inventing some would put them in the rendered headers:
+    # an observation answers the unanswered calls in order (the adapters' rule for replies
+    # without ids), so it carries no name either (a name would make it read as native).
     for i, turn in enumerate(turns):
         field = f"{SHAREGPT_FIELD}[{i}]"
         if not isinstance(turn, Mapping) or not isinstance(turn.get("from"), str):
@@ -108,26 +135,24 @@ def sharegpt_messages(turns: Any) -> list[dict[str, Any]]:
             raise InputError(f"unknown ShareGPT speaker {turn['from']!r}", field=f"{field}.from", index=i,
                              hint="one of: " + ", ".join(sorted(SHAREGPT_ROLES)))
         value = turn.get("value")
-        if role == "tool" and open_calls:
-            out.append({"role": role, "content": value, "name": open_calls.pop(0)})
-            continue
         if role != "function_call":
             out.append({"role": role, "content": value})
             continue
         call = _decoded(value, f"{field}.value")
-        if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
-            raise InputError("a function_call turn's value must be {'name': ..., 'arguments': ...}",
-                             field=f"{field}.value", index=i, code="E-CALL-SCHEMA")
-        args = call.get("arguments", {})
-        fn = {"name": call["name"], "arguments": args if isinstance(args, str) or args is None
-              else arguments_text(args, index=i, field=f"{field}.value.arguments")}
-        tool_call = {"type": "function", "function": fn}
-        open_calls.append(call["name"] if "." in call["name"] else "functions." + call["name"])
-        # Consecutive calls form one assistant turn (parallel calls).
-        if out and out[-1].get("role") == "assistant" and out[-1].get("tool_calls") and not out[-1].get("content"):
-            out[-1]["tool_calls"].append(tool_call)
-        else:
-            out.append({"role": "assistant", "content": None, "tool_calls": [tool_call]})
+        # LLaMA-Factory writes parallel calls as one function_call turn holding a list.
+        for k, c in enumerate(call if isinstance(call, list) and call else [call]):
+            if not isinstance(c, Mapping) or not isinstance(c.get("name"), str):
+                raise InputError("a function_call turn's value must be {'name': ..., 'arguments': ...} "
+                                 "(or a list of them)", field=f"{field}.value", index=i, code="E-CALL-SCHEMA")
+            args = c.get("arguments", {})
+            fn = {"name": c["name"], "arguments": args if isinstance(args, str) or args is None
+                  else arguments_text(args, index=i, field=f"{field}.value.arguments")}
+            tool_call = {"type": "function", "function": fn}
+            # Consecutive calls form one assistant turn (parallel calls).
+            if out and out[-1].get("role") == "assistant" and out[-1].get("tool_calls") and not out[-1].get("content"):
+                out[-1]["tool_calls"].append(tool_call)
+            else:
+                out.append({"role": "assistant", "content": None, "tool_calls": [tool_call]})
     return out
 
 

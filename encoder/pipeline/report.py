@@ -135,14 +135,20 @@ def format_report(r: dict[str, Any]) -> str:
              f"  format      {r['format']} on {r['tokenizer']}, mask {r['mask']}, cot {r['cot']}"]
     bad = c["bad_records"]
     by_code = ", ".join(f"{k} {v}" for k, v in r["errors"]["by_code"].items())
-    lines.append(f"  documents   {c['documents']:,} rendered, {bad:,} bad record(s) skipped"
-                 + (f" ({by_code}) -> errors.jsonl" if bad else ""))
+    pieces = c.get("pieces", c["documents"])
+    lines.append(f"  documents   {c['documents']:,} rendered"
+                 + (f" ({pieces:,} pieces: text split at --seq-len)" if pieces != c["documents"] else "")
+                 + f", {bad:,} bad record(s) skipped" + (f" ({by_code}) -> errors.jsonl" if bad else ""))
     u = r.get("untrained")
     if u is not None:
         why = ", ".join(f"{k} {v}" for k, v in u["by_reason"].items())
         lines.append(f"  untrained   {u['count']:,} document(s) with nothing to train "
                      + ("kept (--keep-untrained)" if u["kept"] else "skipped")
                      + (f" ({why}) -> {u['file']}" if u["count"] else ""))
+    ign = r.get("columns", {}).get("ignored")
+    if ign:
+        lines.append("  columns     ignored: " + ", ".join(f"{k} ({v:,} records)" for k, v in list(ign.items())[:8])
+                     + (f", +{len(ign) - 8} more" if len(ign) > 8 else "") + " (--extra-columns error refuses them)")
     tok, trained = c["tokens"], c["trained_tokens"]
     share = f" ({trained / tok:.1%})" if tok else ""
     lines.append(f"  tokens      {tok:,} in documents, {trained:,} trained after every policy{share}")
@@ -268,6 +274,24 @@ def untrained_summary(out: Path, kept: bool, count: int) -> dict[str, Any]:
     return {"file": UNTRAINED, "kept": kept, "count": count, **log_summary(out / UNTRAINED, "reason")}
 
 
+def counts_section(c: Any) -> dict[str, int]:
+    """The run's counters (numbers only: the ignored columns are the report's ``columns``)."""
+    from dataclasses import asdict
+
+    return {k: v for k, v in asdict(c).items() if k != "ignored_columns"}
+
+
+def columns_section(per_source: list[dict[str, int]], opts: Any) -> dict[str, Any]:
+    """The report's ``columns``: extra columns ignored (column -> records carrying one, summed
+    over ``per_source``), the rule's settings (``ocml.encoder.inputs.columns``)."""
+    so = opts.shape_options()
+    ignored: Counter[str] = Counter()
+    for d in per_source:
+        ignored.update(d)
+    return {"ignored": dict(sorted(ignored.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "extra_columns": so.extra_columns, "ignore_columns": list(so.ignore_columns)}
+
+
 def _trained(opts: Any, state: Any) -> dict[str, Any]:
     c = state.counters
     return trained_summary(opts.pack, c.trained_tokens, state.pack_total, c.start_trained)
@@ -295,13 +319,14 @@ def final_report(opts: Any, enc: Any, state: Any, inputs: list[dict[str, Any]],
                 "pad_to_multiple_of": opts.pad_to_multiple_of,
                 "overlong_file": OVERLONG, "overlong_documents": first}
     dirs = shard_dirs(opts.outputs)
-    rows = pack["rows"] if pack else c.documents
+    rows = pack["rows"] if pack else c.pieces
     trained = _trained(opts, state)
     run_records, run_tokens = c.records - state.start_counts[0], c.tokens - state.start_counts[1]
     report = {
         "out": str(out), "format": enc.format_name, "tokenizer": enc.tokenizer.name, "mask": mask_name(enc.mask),
         "cot": enc.cot.value, "inputs": list(opts.inputs),
-        "counts": asdict(c) | {"rows": rows, "trained_tokens": trained["after"]},
+        "counts": counts_section(c) | {"rows": rows, "trained_tokens": trained["after"]},
+        "columns": columns_section([c.ignored_columns], opts),
         "trained": trained,
         "untrained": untrained_summary(out, opts.keep_untrained, c.untrained),
         "pack": pack, "lengths": state.hist.stats(opts.seq_len),

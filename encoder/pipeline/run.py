@@ -43,6 +43,7 @@ from .gates import BadFractionGate, TooManyBadRecords
 from .options import BAD_SAMPLE, PackOptions, check
 from .outdir import OutDir, is_shard, prepare
 from .provenance import LOC_BITS, SourceMap
+from ..inputs.split import presplit_lines
 from .readers import Position, count_records, iter_chunks
 from .report import OVERLONG, LengthHistogram, final_report, format_report, overlong_entries
 from .resume import PROGRESS, STATE_DIR, Checkpoint, fingerprint, input_fingerprint, reopen_log
@@ -56,12 +57,16 @@ WRITE_TOKENS = 1 << 20  # tokens converted / written at a time (bounds the conve
 @dataclass
 class Counters:
     records: int = 0
-    documents: int = 0       # documents packed / written (untrained ones only with --keep-untrained)
+    documents: int = 0       # records rendered (untrained ones only with --keep-untrained); records =
+    #                          bad_records + documents + untrained skipped
+    pieces: int = 0          # documents packed / written: a text record split in the worker is several
     bad_records: int = 0
     untrained: int = 0       # documents with nothing to train (skipped unless --keep-untrained)
     tokens: int = 0          # tokens of those documents, as rendered
     trained_tokens: int = 0  # their trained tokens, as rendered (before the packing policies)
     start_trained: int = 0   # trained tokens at the first position of a document that fits a row
+    #: extra columns ignored by the column rule (``encoder.inputs.columns``): column -> records
+    ignored_columns: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -183,6 +188,8 @@ class _Run:
     def consume(self, r: Rendered, end: Position) -> None:
         c = self.counters
         c.records += r.records
+        for col, n in r.ignored.items():
+            c.ignored_columns[col] = c.ignored_columns.get(col, 0) + n
         self.smap.seen(end)
         if r.errors:
             c.bad_records += len(r.errors)
@@ -196,10 +203,11 @@ class _Run:
         n_tok = int(r.ids.shape[0])
         lengths = np.diff(r.offsets)
         c.documents += r.documents - sum(p.pieces - 1 for p in r.presplit)
-        for p in r.presplit:  # text documents split in the worker (encoder.inputs.split)
-            where = self.doc_where((r.source << LOC_BITS) | p.location)
-            self.overlong_file.write(json.dumps(p.overlong_record(where, self.opts.seq_len), ensure_ascii=False) + "\n")
-            self.pack_total.split += 1
+        c.pieces += r.documents
+        # text documents split in the worker (encoder.inputs.split)
+        self.overlong_file.writelines(presplit_lines(r.presplit, lambda loc: self.smap.where(r.source, loc),
+                                                     self.opts.seq_len or 0))
+        self.pack_total.split += len(r.presplit)
         c.tokens += n_tok
         c.trained_tokens += int(np.count_nonzero(r.mask))
         self.hist.add(lengths)
@@ -329,7 +337,7 @@ def _run_locked(opts: PackOptions, log: IO[str], t0: float, enc: Any, detection:
                     bar.set_postfix_str(f"{(state.counters.tokens - state.start_counts[1]) / el / 1e3:,.0f}k tok/s, "
                                         f"{state.counters.bad_records} bad", refresh=False)
         c = state.counters
-        state.gate.final(c.records, c.bad_records, state.errors.by_code)
+        state.gate.final(c.records, c.bad_records, state.errors.by_code, documents=c.documents)
         n_shards = state.finish()
     except BaseException:
         state.writer.abort()

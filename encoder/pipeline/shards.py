@@ -20,8 +20,9 @@ Layout under the output folder (readable without ocml):
   ``seq_lengths`` (-1 for padding).  Unpacked: flat ``input_ids`` / ``labels`` int32,
   ``offsets`` int64 [docs+1], ``source`` / ``record`` [docs].
 - ``megatron/train-NNNNN_text_document.{bin,idx}`` and ``..._loss_mask_document.{bin,idx}``
-  (``--output megatron``, unpacked only): Megatron-LM indexed datasets, one sequence per
-  document (see ``megatron``).
+  (``--output megatron``, unpacked): Megatron-LM indexed datasets, one sequence per
+  document (see ``megatron``); packed (``--seq-len``): ``megatron/train-NNNNN.sft.{bin,idx}``,
+  Megatron-Bridge's packed SFT dataset, one item per row (see ``megatron_sft``).
 - ``seq_idx`` (``--seq-idx``, packed only): per token, the index of its segment in the row
   (transformers' ``DataCollatorWithFlattening`` name), for block-diagonal attention masks:
   a Parquet list<int32> column, and ``seq_idx.npy`` int32 [rows, seq_len] (padding is a
@@ -47,6 +48,7 @@ from ..errors import InputError
 from ..masks import IGNORE as IGNORE  # re-exported for the pipeline (one home: encoder.masks)
 from ..packing.packed import segment_index
 from .megatron import IDS_KEY, MASK_KEY, IndexedWriter, token_dtype
+from .megatron_sft import SftPart
 
 PARQUET_DIR = "data"
 NPY_DIR = "npy"
@@ -406,13 +408,14 @@ class ShardWriter:
             if self.npy:
                 self.claim(*_NpyPart.paths(self.out / NPY_DIR / name, self.packed, self.seq_idx))
             if self.megatron:
-                self.claim(*_MegatronPart.paths(self.out / MEGATRON_DIR / name))
+                self.claim(*(SftPart if self.packed else _MegatronPart).paths(self.out / MEGATRON_DIR / name))
             if self.parquet:
                 self._parts.append(_ParquetPart(self.out / PARQUET_DIR / f"{name}.parquet", self.seq_idx))
             if self.npy:
                 self._parts.append(_NpyPart(self.out / NPY_DIR / name, self.packed, self.seq_len, self.seq_idx))
             if self.megatron:
-                self._parts.append(_MegatronPart(self.out / MEGATRON_DIR / name, self.vocab_size))
+                self._parts.append(SftPart(self.out / MEGATRON_DIR / name) if self.packed
+                                   else _MegatronPart(self.out / MEGATRON_DIR / name, self.vocab_size))
         return self._parts
 
     def _commit(self) -> None:

@@ -17,7 +17,7 @@ import json
 import multiprocessing
 import os
 import sys
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -74,6 +74,8 @@ class Rendered:
     untrained: list[tuple[int, str]] = field(default_factory=list)
     rows: Any = None           # preference / KTO rows (encoder.inputs.rows.PairBlock), written as they are
     presplit: list[Any] = field(default_factory=list)  # text documents split here (encoder.inputs.split)
+    #: extra columns ignored (``encoder.inputs.columns``): column -> records that carried it
+    ignored: dict[str, int] = field(default_factory=dict)
 
     @property
     def documents(self) -> int:
@@ -145,8 +147,7 @@ def render_chunk(enc: Any, chunk: Chunk, spec: RenderSpec) -> Rendered:
     convs: list[Any] = []
     locs: list[int] = []
     decoded = decode_records(chunk, spec.tools_field)
-    if enc.shape in PAIR_SHAPE_NAMES:
-        return _render_rows(enc, chunk, decoded)
+    ignored: Counter[str] = Counter()
     for loc, rec in decoded:
         if isinstance(rec, OcmlError):
             errors.append(RecordError.of(chunk.source, loc, rec))
@@ -154,7 +155,7 @@ def render_chunk(enc: Any, chunk: Chunk, spec: RenderSpec) -> Rendered:
         try:
             convs.append(conversation_from_record(rec, messages_field=spec.messages_field,
                                                   tools_field=spec.tools_field, shape=enc.shape,
-                                                  shape_options=enc.shape_options))
+                                                  shape_options=enc.shape_options, ignored=ignored))
             locs.append(loc)
         except OcmlError as exc:
             errors.append(RecordError.of(chunk.source, loc, exc))
@@ -163,6 +164,8 @@ def render_chunk(enc: Any, chunk: Chunk, spec: RenderSpec) -> Rendered:
             if typed is None:
                 raise
             errors.append(RecordError.of(chunk.source, loc, typed))
+    if enc.shape in PAIR_SHAPE_NAMES:
+        return _render_rows(enc, chunk, list(zip(locs, convs)), errors, len(decoded), dict(ignored))
     results = _render_all(enc, convs)
     ok: list[Any] = []
     ok_locs: list[int] = []
@@ -189,21 +192,22 @@ def render_chunk(enc: Any, chunk: Chunk, spec: RenderSpec) -> Rendered:
     ids, mask, offsets, message_index = concat_results(ok, spec.message_index)
     return Rendered(seq=chunk.seq, source=chunk.source, ids=ids, mask=mask, offsets=offsets,
                     locations=np.asarray(ok_locs, dtype=np.int64), message_index=message_index,
-                    errors=errors, records=len(decoded), untrained=untrained, presplit=presplit)
+                    errors=errors, records=len(decoded), untrained=untrained, presplit=presplit,
+                    ignored=dict(ignored))
 
 
-def _render_rows(enc: Any, chunk: Chunk, decoded: list[tuple[int, Any]]) -> Rendered:
-    """A chunk of preference / KTO records -> one row each (``ocml.encoder.inputs.rows``)."""
+def _render_rows(enc: Any, chunk: Chunk, good: list[tuple[int, Any]], errors: list[RecordError], records: int,
+                 ignored: dict[str, int]) -> Rendered:
+    """A chunk of preference / KTO records (read by the column rule) -> one row each
+    (``ocml.encoder.inputs.rows``)."""
     from ..inputs.rows import render_row_chunk
 
-    errors = [RecordError.of(chunk.source, loc, rec) for loc, rec in decoded if isinstance(rec, OcmlError)]
-    good = [(loc, rec) for loc, rec in decoded if not isinstance(rec, OcmlError)]
     locs, block, bad, ids, mask, offsets = render_row_chunk(enc, good)
     errors += [RecordError.of(chunk.source, loc, exc) for loc, exc in bad]
     errors.sort(key=lambda e: e.location)
     return Rendered(seq=chunk.seq, source=chunk.source, ids=ids, mask=mask, offsets=offsets,
                     locations=np.asarray(locs, dtype=np.int64), message_index=None, errors=errors,
-                    records=len(decoded), rows=block)
+                    records=records, rows=block, ignored=ignored)
 
 
 def _render_all(enc: Any, convs: list[Any]) -> list[Any]:
