@@ -100,7 +100,10 @@ def _text(**anchors: Any) -> dict[str, Any]:
 def _channel_fields(fmt: Format, call: str, content: str, reasoning: str) -> dict[str, Any]:
     # a message ends at any of the format's terminators (the token data's) or the next frame's start
     close = [*fmt.terminators.reasons, fmt.generation_prompt()[0][1]]
-    return {TOOL_CALLS: _calls(open_pattern=call, close=close),
+    # A call opens only once its end is in the text: a call cut by max_tokens (its arguments cut
+    # too) is no call, so the parser reports none and the engine says ``length``, as ``to_openai``.
+    ends = r"(?=[\s\S]*?(?:" + "|".join(re.escape(c) for c in close) + r"))"
+    return {TOOL_CALLS: _calls(open_pattern=call + ends, close=close),
             CONTENT: _text(open_pattern=content, close=close),
             THINKING: _text(open_pattern=reasoning, close=close)}
 
