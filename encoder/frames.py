@@ -64,6 +64,10 @@ class FrameMachine:
     #: ``<|start|>`` formats', ``ocml.encoder.grammar.terminators``)
     start: str = "<|start|>"
     framing: tuple[str, ...] = ()
+    #: content text may go through ``add_content`` (one ``Delta`` of ``channel`` per text, the
+    #: stream decoder's fast paths); False while a machine reads structure inside the content
+    #: (a ChatML assistant turn): then all text goes through ``text``
+    lean: bool = True
 
     def __init__(self, *, harmony: bool, strict: bool = False, role: str | None = None,
                  emit: Callable[[Event], None] | None = None, markers: frozenset[str] = frozenset(),

@@ -19,8 +19,13 @@ How each format is expressed:
   rest; joined with ``"\\n"``) - ``ocml.encoder.openai_message.kind``'s rule.  A message ends at
   ``<|end|>``, ``<|return|>``, ``<|call|>`` or the next ``<|start|>``; text between messages
   and messages of other roles go nowhere, as in ``to_openai``.
-* ChatML: the content is the text before ``<|im_end|>``, verbatim (``to_openai`` does not
-  read ``<tool_call>`` bodies either).
+* ChatML: a turn as ``to_openai`` reads it (``ocml.encoder.formats.chatml_turns``):
+  ``reasoning_content`` is a leading ``<think>`` block (``reasoning="think"`` only), each
+  ``<tool_call>`` JSON object a call, ``content`` the rest (parts joined with ``"\\n"``).  The
+  calls come parsed (``function.arguments`` a dict, as in transformers' own Qwen template;
+  ``to_openai`` gives their JSON text).  Not expressed: a call that cannot be read (the
+  parser raises; ``to_openai`` keeps its text as content and reports it), and a completion
+  whose prompt prefilled ``<think>\\n`` is read right only with that prompt as ``prefix=``.
 * Apertus: ``reasoning_content`` is the thoughts (from ``<|inner_prefix|>`` to
   ``<|inner_suffix|>``, a call list or the turn's end), ``content`` the response text (the
   rest), ``tool_calls`` each ``{"NAME": ARGS}`` of a complete call list (ARGS verbatim, as
@@ -51,6 +56,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UnrepresentableError
 from ..formats.apertus_blocks import END_TOOLS, INNER, OUTER, TOOLS
+from ..formats.chatml_turns import CALL_CLOSE, CALL_OPEN, THINK_CLOSE, THINK_OPEN
+from ..reasoning import Reasoning
 
 if TYPE_CHECKING:
     from ..codec import Codec
@@ -118,7 +125,29 @@ def _openchatml(fmt: Format) -> dict[str, Any]:
 
 
 def _chatml(fmt: Format) -> dict[str, Any]:
-    return {"content": {"content_args": _TEXT}, "end": _dropped(_turn_end(fmt))}
+    # A turn as ``chatml_turns`` reads it: a leading <think> block (reasoning="think") whose
+    # newlines inside and after it are layout; each <tool_call> JSON object a call (one "\n"
+    # before it is layout, and so is whitespace between calls and after the last one); the
+    # rest content, parts joined with "\n".  Calls come parsed, as in transformers' own Qwen
+    # template (arguments a dict; ``to_openai`` gives their text).
+    end = re.escape(_turn_end(fmt))
+    t_open, t_close = re.escape(CALL_OPEN), re.escape(CALL_CLOSE)
+    fields: dict[str, Any] = {"content": {"content_args": _TEXT, "repeats": True, "join": "\n"}}
+    if fmt.reasoning is Reasoning.THINK:  # type: ignore[attr-defined]
+        fields["reasoning_content"] = {
+            "open_pattern": "^" + re.escape(THINK_OPEN) + r"\n*",
+            "close_pattern": r"\n*" + re.escape(THINK_CLOSE) + r"\n*|\n*(?=" + end + ")",
+            "content_args": _TEXT}
+    # a call opens only once its </tool_call> has come (the lookahead holds the stream until
+    # then): a call cut short stays content, as to_openai keeps it
+    complete = r"(?=(?:(?!" + t_close + r").)*" + t_close + r")"
+    fields["tool_calls"] = {
+        "open_pattern": r"(?:(?<=" + t_close + r")\s*|\n?)" + t_open + complete,
+        "close_pattern": t_close + r"(?:\s*(?=" + end + r"|\Z))?",
+        "content": "json", "repeats": True,
+        "transform": {"type": "function", "function": {"name": "{content.name}", "arguments": "{content.arguments}"}}}
+    fields["end"] = _dropped(_turn_end(fmt))
+    return fields
 
 
 def _apertus(fmt: Format) -> dict[str, Any]:
@@ -182,6 +211,6 @@ _FIELDS: dict[str, tuple[Callable[[Format], dict[str, Any]], str | None]] = {
     "harmony": (_harmony, None),
     "openchatml-2.2": (_openchatml, None),
     "openchatml-2.0": (_openchatml, None),
-    "chatml": (_chatml, ""),
+    "chatml": (_chatml, None),
     "apertus": (_apertus, None),
 }
