@@ -143,7 +143,7 @@ def _chatml(fmt: Format) -> dict[str, Any]:
     complete = r"(?=(?:(?!" + t_close + r").)*" + t_close + r")"
     fields["tool_calls"] = {
         "open_pattern": r"(?:(?<=" + t_close + r")\s*|\n?)" + t_open + complete,
-        "close_pattern": t_close + r"(?:\s*(?=" + end + r"|\Z))?",
+        "close_pattern": t_close + r"(?:\s*(?=" + end + r"|\Z|" + t_open + r"))?",
         "content": "json", "repeats": True,
         "transform": {"type": "function", "function": {"name": "{content.name}", "arguments": "{content.arguments}"}}}
     fields["end"] = _dropped(_turn_end(fmt))
