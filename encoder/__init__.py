@@ -20,7 +20,8 @@ Layout: every folder has one job (the repository's ``encoder/`` and ``vocab/`` i
                            harmony_content (system/developer content model), harmony_sections (their
                            text), harmony_schema (tool JSON Schema -> TypeScript), rust_text (text as
                            openai-harmony's Rust writes it), json_fields (typed JSON fields);
-                           openchatml (2.2, 2.0); chatml, chatml_frames (reading back), chatml_fim;
+                           openchatml (2.2, 2.0); chatml, chatml_frames (reading back), chatml_turns (an assistant
+                           frame's <think> / <tool_call> blocks), chatml_fim;
                            apertus, apertus_blocks, apertus_frames, apertus_tools; base (what every
                            format shares) and the registry (``__init__``)
   encoder/grammar/         the lexical rules render, parse and the stream share: escape (escapes and

@@ -381,7 +381,7 @@ def test_qwen_documentation_calls_read_back():
 def test_single_token_tags_as_in_qwen_tokenizers():
     """Qwen's tokenizers have ``<tool_call>``, ``</tool_call>``, ``<think>``, ``</think>`` as added
     (non-special) tokens: one id each, decoded as their text.  They read the same."""
-    tokenizers = pytest.importorskip("tokenizers")
+    import tokenizers
     from tokenizers import decoders, models, pre_tokenizers
 
     vocab_ = {chr(c): i for i, c in enumerate(range(32, 127))}
@@ -481,20 +481,11 @@ def test_property_render_then_read_back_everywhere(reasoning, tok, data):
     dec, merged, chunks = views(enc, ids[:k], chunked(ids[:k], cuts))
     assert dec == merged == {"message": cut.message, "finish_reason": cut.finish_reason}
     check_no_markup_leaks(chunks, cut.message)
-    if tok is None and _templates():
+    if tok is None:
         assert _hf(reasoning).parse_response(ids, prefix=prompt(enc)) == _template_view(whole.message)
 
 
 _HF: dict[str, object] = {}
-
-
-def _templates() -> bool:
-    """transformers with response templates (>= 5.13) is installed."""
-    try:
-        import transformers
-    except ImportError:
-        return False
-    return hasattr(transformers.PreTrainedTokenizerBase, "parse_response")
 
 
 def _hf(reasoning: str):
@@ -507,8 +498,6 @@ def _hf(reasoning: str):
 
 @pytest.mark.parametrize("reasoning", ["think", "error"])
 def test_response_template_reads_every_shape_and_cut(reasoning):
-    if not _templates():
-        pytest.skip("transformers >= 5.13 (response templates) is not installed")
     enc, hf = enc_for(reasoning, None), _hf(reasoning)
     for shape in shapes(reasoning):
         ids = completion(enc, SHAPES[shape][0])
