@@ -504,3 +504,21 @@ def test_response_template_reads_every_shape_and_cut(reasoning):
         for k in [*range(1, len(ids), 3), len(ids)]:
             want = enc.to_openai(ids[:k]).message
             assert hf.parse_response(ids[:k], prefix=prompt(enc)) == _template_view(want), (shape, k)
+
+
+@pytest.mark.parametrize(("reasoning", "tok"), SETUPS[:2], ids=IDS[:2])
+def test_batch_decoder_rows_read_turns_like_the_decoder(reasoning, tok):
+    """``BatchDecoder`` (lean path for plain text) gives each row what one decoder gives it."""
+    from ocml.encoder.stream.batch import batch_decoder
+
+    enc = enc_for(reasoning, tok)
+    rows = [completion(enc, SHAPES[s][0]) for s in shapes(reasoning)]
+    width = max(map(len, rows))
+    for vectorized in (False, True):
+        bd = batch_decoder(enc, len(rows), vectorized=vectorized)
+        filler = enc.tokenizer.encode_text(" x")[0]
+        for t in range(width):
+            bd.step([r[t] if t < len(r) else filler for r in rows])
+        bd.finish()
+        for r, ids in enumerate(rows):
+            assert bd.decoder(r).to_openai() == enc.to_openai(ids), (r, vectorized)

@@ -92,6 +92,8 @@ def _held(text: str, tag: str, newlines: int) -> int:
     """How many characters at the end of ``text`` could still become ``tag`` (or the
     newlines before it that are layout): a proper prefix of ``tag``, after at most
     ``newlines`` newlines (-1: any number)."""
+    if text[-1:] != "\n" and "<" not in text[1 - len(tag):]:
+        return 0  # every proper prefix of a tag starts with "<" (the common case: one check)
     n = 0
     for j in range(min(len(tag) - 1, len(text)), 0, -1):
         if text.endswith(tag[:j]):
