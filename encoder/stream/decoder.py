@@ -26,7 +26,9 @@ Events (``ocml.encoder.events``)
 ---------------------------
 ``MessageStart`` when a header is complete (``<|message|>``); ``Delta(text, channel,
 visible)`` for content (``visible`` per ``frames.visible``: ``final`` or no channel,
-and ``commentary`` with ``intent=preamble``); ``MessageEnd(message, reason)`` with
+and ``commentary`` with ``intent=preamble``; a ChatML assistant turn's deltas are per part:
+``<think>`` reasoning ``analysis``, the answer visible, tags and calls hidden
+``commentary``, ``ocml.encoder.formats.chatml_frames``); ``MessageEnd(message, reason)`` with
 reason ``end`` | ``return`` | ``call`` | ``truncated``; ``Stop(reason, token, position,
 trailing)``; ``Error(code, message, position, text)`` (``text``: input left out of
 every message, see ``ocml.encoder.frames``).
