@@ -54,7 +54,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from ..arguments import check_json
-from ..errors import InputError, UnknownNameError
+from ..errors import CallSchemaError, InputError, UnknownNameError
 from ..grammar.headers import Header
 from ..grammar.roles import CHATML as CHATML_ROLES
 from ..messages import Conversation, Message
@@ -202,6 +202,12 @@ class ChatML(Format):
         name = m.recipient or ""
         if name.startswith("functions."):
             name = name[len("functions."):]
+        if json.dumps(name, ensure_ascii=False)[1:-1] != name:
+            # Qwen's layout puts the name inside a JSON string as it is: a quote, a backslash or a
+            # control character would write a call that reads back as no call (chatml_turns)
+            raise CallSchemaError(f"tool name {name!r} cannot be written in a <tool_call>: JSON would need to "
+                                  "escape it", index=i, field="name",
+                                  hint="use a tool name of letters, digits, '_', '-' or '.' (OpenAI's rule)")
         args = m.content
         if self.validate_bodies:
             check_json(args, index=i, what="tool-call arguments")  # the one argument rule (encoder.arguments)
