@@ -33,7 +33,7 @@ from ..events import new_delta
 from ..frames import FrameMachine
 from ..grammar.headers import Header
 from .chatml_fim import FIM_ROLE
-from .chatml_turns import CHANNELS, TurnReader
+from .chatml_turns import CHANNELS, TurnReader, plain_table
 
 START = "<|im_start|>"
 
@@ -80,11 +80,16 @@ class ChatMLMachine(FrameMachine):
     def _start(self, h: Header, position: int) -> None:
         super()._start(h, position)
         if self.turns and h.role == "assistant":
-            self._reader = TurnReader(self.think)
+            self._reader = r = TurnReader(self.think)
             self.lean = False  # content text goes through text(): the reader classifies it
+            self.plain = r.plain
         else:
             self._reader = None
             self.lean = True
+            self.plain = False
+
+    def plain_table(self, fast_text: list) -> list:
+        return plain_table(fast_text)
 
     def text(self, s: str, position: int) -> None:
         r = self._reader
@@ -92,7 +97,8 @@ class ChatMLMachine(FrameMachine):
             if s:
                 self._content.append(s)
                 self._pieces(r.feed(s))
-                self.channel = CHANNELS[r.kind][0]
+                self.channel, self.visible = CHANNELS[r.kind]
+                self.plain = r.plain
             return
         if self.state == "header" and s:
             k = s.find("\n")
@@ -143,6 +149,7 @@ class ChatMLMachine(FrameMachine):
         if r is not None:
             self._reader = None
             self.lean = True
+            self.plain = False
             self._pieces(r.close(reason, drop))
             for code, message in r.problems:
                 self.error(code, message, position)

@@ -61,6 +61,20 @@ _CALL_BODY = len(CALL_OPEN)
 FUNCTIONS = "functions."
 
 
+_PLAIN: dict[int, tuple[list, list]] = {}
+
+
+def plain_table(fast_text: list) -> list:
+    """The scanner's ``fast_text`` table without the texts that could touch markup (a ``<``, a
+    trailing newline): the stream decoder's lean path while the reader is ``plain`` (built once
+    per table)."""
+    got = _PLAIN.get(id(fast_text))
+    if got is None or got[0] is not fast_text:
+        got = (fast_text, [t if t is not None and "<" not in t and t[-1:] != "\n" else None for t in fast_text])
+        _PLAIN[id(fast_text)] = got
+    return got[1]
+
+
 def read_call(body: str) -> tuple[str, str] | str:
     """The body of a ``<tool_call>`` -> ``(name, arguments JSON text)``, or why it is unreadable."""
     text = body.strip()
@@ -136,6 +150,13 @@ class TurnReader:
         self._last: str | None = None
         self._call: list[str] = []
         self._seek = 0            # where to look for </tool_call> in the call's text
+
+    @property
+    def plain(self) -> bool:
+        """Text with no ``<`` that does not end in a newline only extends the current part (nothing
+        held, no layout to strip): the decoder may append it without the reader."""
+        st = self.state
+        return not self.held and ((st == _ANSWER and not self.after_call) or (st == _THINK and not self.fresh))
 
     @property
     def kind(self) -> str:

@@ -236,11 +236,13 @@ class StreamDecoder:
             dec.scanner.advance_text()
 
         and leaves ``lean_table`` unchanged, so a caller may repeat that for consecutive
-        such ids.  ``scanner.advance_text(n)`` may be deferred and applied for ``n`` of them
+        such ids.  (While a ChatML turn is read, ``feed`` has a lean path of its own over a
+        subset of the table, ``FrameMachine.plain``; ``lean_table`` is None then.)  ``scanner.advance_text(n)`` may be deferred and applied for ``n`` of them
         at once, as long as it is done before anything else uses the decoder (``BatchDecoder``
         does this).  Re-read it after any other call (``feed``, ``finish``, ``reset``).
         """
-        return self._ft
+        ft = self._ft
+        return ft if ft is self.scanner.fast_text else None
 
     def append_lean(self, text: str) -> Delta:
         """Append ``text`` to the open message's content; return its ``Delta`` (see ``lean_table``).
@@ -335,7 +337,13 @@ class StreamDecoder:
             res = out[:]
             out.clear()
         fm = self.fm
-        self._ft = self.scanner.fast_text if (fm.state == "content" and fm.lean and not self._done) else None
+        if fm.state != "content" or self._done:
+            self._ft = None
+        elif fm.lean:
+            self._ft = self.scanner.fast_text
+        else:  # a machine reading structure in the content: only the texts it takes as they are
+            ft = self.scanner.fast_text  # None while the scanner holds bytes back
+            self._ft = fm.plain_table(ft) if fm.plain and ft is not None else None
         return res
 
     def finish(self, stop_reason: int | str | None = None, *, eos: bool = False) -> list[Event]:
