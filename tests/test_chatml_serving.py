@@ -522,3 +522,15 @@ def test_batch_decoder_rows_read_turns_like_the_decoder(reasoning, tok):
         bd.finish()
         for r, ids in enumerate(rows):
             assert bd.decoder(r).to_openai() == enc.to_openai(ids), (r, vectorized)
+
+
+def test_a_fill_in_the_middle_middle_is_code_never_a_turn():
+    enc = enc_for("think", None)
+    code = 'x = "<think>"\nparse("<tool_call>\\n{\\"name\\": \\"f\\", \\"arguments\\": {}}\\n</tool_call>")\n'
+    ids = enc.tokenizer.encode_text(code) + [enc.tokenizer.control_id("</s>")]
+    choice = enc.to_openai(ids, role="fim")
+    assert choice.message == {"role": "assistant", "content": code} and choice.errors == ()
+    dec = enc.decoder(role="fim")
+    events = dec.feed(ids)
+    assert "".join(e.text for e in events if type(e).__name__ == "Delta" and e.visible) == code
+    assert dec.to_openai() == choice
