@@ -534,3 +534,15 @@ def test_a_fill_in_the_middle_middle_is_code_never_a_turn():
     events = dec.feed(ids)
     assert "".join(e.text for e in events if type(e).__name__ == "Delta" and e.visible) == code
     assert dec.to_openai() == choice
+
+
+def test_stop_strings_apply_to_the_answer_not_the_reasoning():
+    """A stop string inside ``<think>`` is reasoning text (vLLM#14399 truncated reasoning there);
+    in the answer it stops the stream, chunks and decoder alike."""
+    enc = enc_for("think", None)
+    ids = enc.tokenizer.encode_text("<think>\nsay STOP now\n</think>\n\nAnswer STOP here")
+    want = {"message": {"role": "assistant", "content": "Answer ", "reasoning_content": "say STOP now"},
+            "finish_reason": "stop"}
+    for size in (1, len(ids)):
+        dec, merged, _ = views(enc, ids, chunked(ids, list(range(size, len(ids), size))), stop_strings=["STOP"])
+        assert dec == merged == want
