@@ -546,3 +546,24 @@ def test_stop_strings_apply_to_the_answer_not_the_reasoning():
     for size in (1, len(ids)):
         dec, merged, _ = views(enc, ids, chunked(ids, list(range(size, len(ids), size))), stop_strings=["STOP"])
         assert dec == merged == want
+
+
+@pytest.mark.parametrize("reasoning", ["think", "error"])
+def test_transformers_own_qwen_parser_reads_the_same(reasoning):
+    """transformers' response template for Qwen2 / Qwen3 checkpoints (what ``transformers serve``
+    uses when a folder has none) reads ocml's completions as ``to_openai`` does (it strips the
+    text fields and parses the arguments)."""
+    from transformers.cli.serving.utils import _RESPONSE_TEMPLATE_FALLBACKS
+    from transformers.utils.chat_parsing import parse_response
+
+    qwen = next(v for k, v in _RESPONSE_TEMPLATE_FALLBACKS.items() if "qwen3" in k)
+    enc = enc_for(reasoning, None)
+    for shape in shapes(reasoning):
+        ids = completion(enc, SHAPES[shape][0])
+        got = parse_response(enc.tokenizer.decode_bytes(ids).decode(), qwen, prefix="")
+        want = enc.to_openai(ids).message
+        for key in ("content", "reasoning_content"):
+            assert (got.get(key) or "").strip() == (want.get(key) or "").strip(), (shape, key)
+        assert [c["function"] for c in got.get("tool_calls", [])] == [
+            {"name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"])}
+            for c in want.get("tool_calls", [])], shape
