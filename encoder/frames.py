@@ -64,6 +64,17 @@ class FrameMachine:
     #: ``<|start|>`` formats', ``ocml.encoder.grammar.terminators``)
     start: str = "<|start|>"
     framing: tuple[str, ...] = ()
+    #: content text may go through ``add_content`` (one ``Delta`` of ``channel`` per text, the
+    #: stream decoder's fast paths); False while a machine reads structure inside the content
+    #: (a ChatML assistant turn): then all text goes through ``text``
+    lean: bool = True
+    #: while ``lean`` is False: the texts of ``plain_table(fast_text)`` (a subset of the scanner's
+    #: lean table) may still go through ``add_content`` one token at a time (ChatML: text with no
+    #: ``<`` and no trailing newline, in the middle of an answer or a reasoning block)
+    plain: bool = False
+
+    def plain_table(self, fast_text: list) -> list:
+        return fast_text
 
     def __init__(self, *, harmony: bool, strict: bool = False, role: str | None = None,
                  emit: Callable[[Event], None] | None = None, markers: frozenset[str] = frozenset(),

@@ -26,10 +26,12 @@ deltas concatenated as OpenAI clients do - equals ``enc.to_openai(ids)`` (messag
 finish reason, tool call ids included) however the ids are chunked, and no delta holds
 control text: deltas are cut from the decoder's message content, never from raw text.
 Several answer (or reasoning) messages are joined with ``"\\n"``, as ``to_openai`` joins them.
-A turn of blocks (``Format.turn_blocks``: Apertus) streams its thoughts and response text as
-``reasoning_content`` / ``content`` deltas, and each call whole (``id``, name and arguments in
-one delta) when the turn ends: the call list is readable only at its ``<|tools_suffix|>``,
-where a completion stops.
+A turn of blocks (``Format.turn_blocks``: Apertus, ChatML) streams its thoughts and response
+text as ``reasoning_content`` / ``content`` deltas, and each call whole (``id``, name and
+arguments in one delta) when the turn ends: an Apertus call list is readable only at its
+``<|tools_suffix|>``, where a completion stops; a ChatML turn's calls come right before its
+``<|im_end|>`` (the markup of a ChatML turn - ``<think>``, ``<tool_call>``, layout newlines -
+never reaches a delta, ``ocml.encoder.formats.chatml_turns``).
 With ``prefill=`` (``render(..., mode="continue")``) the deltas carry only the
 continuation; ``decoder.to_openai()`` has the whole message (``ocml.encoder.prefill``).
 """
@@ -55,8 +57,9 @@ if TYPE_CHECKING:
 __all__ = ["Chunker", "accumulate"]
 
 BLOCKS = "blocks"  # the open message is a turn of blocks (``Format.turn_blocks``)
-#: Delta channel of a block's text -> the OpenAI field it feeds (other blocks: calls, outputs)
-_BLOCK_FIELDS = {"analysis": REASONING, "final": CONTENT}
+#: Delta channel of a block's text -> the OpenAI field it feeds (other blocks: calls, outputs,
+#: ChatML markup); ChatML's answer text has no channel
+_BLOCK_FIELDS = {"analysis": REASONING, "final": CONTENT, None: CONTENT}
 
 
 class Chunker:
@@ -95,6 +98,8 @@ class Chunker:
         self.prompt_tokens = prompt_tokens
         self.call_id_seed = call_id_seed
         self._blocks = enc.format.turn_blocks
+        self._turn = enc.format.turn_of  # a message as the OpenAI view reads it (ChatML turns)
+        self._role = self.decoder.role
         self._reset()
 
     def _reset(self) -> None:
@@ -168,7 +173,7 @@ class Chunker:
             elif t is MessageStart:
                 self._start(ev, out)  # type: ignore[arg-type]
             elif t is MessageEnd:
-                parts = parts_of(ev.message)  # type: ignore[arg-type, union-attr]
+                parts = parts_of(self._turn(ev.message, ev.reason, self._role))  # type: ignore[arg-type, union-attr]
                 if parts is None:
                     self._ids.add(ev.message)  # type: ignore[arg-type, union-attr]
                 else:
@@ -191,7 +196,7 @@ class Chunker:
     # is only readable at its ``<|tools_suffix|>``, which ends the turn in a completion).
     def _block_delta(self, ev: Delta, out: list[dict[str, Any]]) -> None:
         ch = ev.channel
-        k = _BLOCK_FIELDS.get(ch or "")
+        k = _BLOCK_FIELDS.get(ch)
         if k is not None:
             start = ch != self._channel
             out.append(self._chunk({k: ("\n" if start and self._counts[k] else "") + ev.text}))
@@ -218,6 +223,7 @@ class Chunker:
         self._channel = ev.channel
         if k is not None and self._blocks:
             self._kind = BLOCKS
+            self._channel = BLOCKS  # not a Delta channel: the turn's first text starts a part
             return
         self._kind = k
         if k is CALL:

@@ -29,7 +29,8 @@ plus a ``finish_reason``.  ``project`` builds both from parsed messages, for eve
   request id as ``call_id_seed`` to keep ids unique across requests whose completions
   are identical.  Absent when there are no calls.
 * ``finish_reason``: ``tool_calls`` when the completion stopped on the format's tool-call
-  stop token (``<|call|>``) right after a tool call; ``stop`` when it stopped on a stop
+  stop token (``<|call|>``) right after a tool call, or on another stop token that ended a
+  turn whose last part is a call (ChatML: ``...</tool_call><|im_end|>``); ``stop`` when it stopped on a stop
   token (``<|return|>``...), a stop string or a stop id; ``length`` when it did not stop
   (no stop token: max tokens, truncated mid-message); ``abort`` when the stream was
   cancelled (vLLM's name for it); None while a stream is still running.
@@ -42,6 +43,13 @@ call of a ``<|tools_prefix|>[{"NAME": ARGS}, ...]<|tools_suffix|>`` list a call 
 it; verbatim keeps the round trip), tool outputs a ``tool`` message (the tools' words, not
 the model's: reported below).  Empty text blocks give nothing; the turn's end reason is its
 last part's, so a turn that stopped on ``<|tools_suffix|>`` after a call gives ``tool_calls``.
+
+A ChatML assistant frame is read as a turn too (``Format.turn_of``, ``read_turns``;
+``ocml.encoder.formats.chatml_turns``): a leading ``<think>`` block (``reasoning="think"``) is
+``reasoning_content``, each ``<tool_call>{"name": N, "arguments": A}</tool_call>`` a call
+(``arguments`` the object's text verbatim when laid out as ocml renders it), the rest
+``content``; a call that cannot be read stays in ``content`` and is reported
+(``E-CALL-SCHEMA``, from the parse).  An empty frame gives ``content`` None.
 
 Messages of another role in a completion (the model opened a ``user`` turn) have no
 place in the message: each is reported in ``errors`` (``E-UNREPRESENTABLE``, its content
@@ -75,9 +83,10 @@ if TYPE_CHECKING:
     import numpy as np
 
     from .codec import Codec
+    from .formats.base import Format
 
 __all__ = ["CallIds", "ChatChoice", "FINISH_REASONS", "expand", "function_name", "kind", "parts_of", "project",
-           "to_openai", "tool_call_ids"]
+           "read_turns", "to_openai", "tool_call_ids"]
 
 FUNCTIONS = "functions."
 #: finish reasons ``ChatChoice.finish_reason`` takes (None: the stream is still running)
@@ -241,6 +250,8 @@ def _finish(messages: Sequence[Message], ends: Sequence[str], stop: str | None, 
         return "abort"
     if stop == "call" and messages and ends and ends[-1] == "call" and messages[-1].is_tool_call:
         return "tool_calls"
+    if stop in stops and messages and ends and ends[-1] != "truncated" and messages[-1].is_tool_call:
+        return "tool_calls"  # a turn ended by its stop token right after a call (ChatML: <|im_end|>)
     if stop in ("stop_string", "stop_id") or (stop is not None and stop in stops):
         return "stop"
     return "length"
@@ -254,6 +265,14 @@ def to_openai(enc: Codec, ids: Sequence[int] | np.ndarray, *, role: str | None =
 
     res = parse_ids(enc, ids, strict=strict, role=role, detailed=True)
     stops = enc.format.stop_reasons(role)  # control -> reason, for the controls a sampler stops on
-    return project(res.messages, res.ends, stop=stops.get(res.last_control or ""), stops=stops.values(),
+    return project(read_turns(enc.format, res.messages, res.ends, role), res.ends,
+                   stop=stops.get(res.last_control or ""), stops=stops.values(),
                    call_id_seed=call_id_seed, strict=strict, errors=res.errors)
+
+
+def read_turns(fmt: Format, messages: Sequence[Message], ends: Sequence[str], role: str | None) -> list[Message]:
+    """Each parsed message as the OpenAI view reads it (``Format.turn_of``: a ChatML assistant
+    frame's ``<think>`` block and ``<tool_call>`` blocks become the parts of its turn)."""
+    turn = fmt.turn_of
+    return [turn(m, ends[j] if j < len(ends) else "truncated", role) for j, m in enumerate(messages)]
 

@@ -1,9 +1,9 @@
 """OpenAI chunk streaming cost: ``enc.chunker().feed([id])`` vs the stream decoder alone, per token.
 
-    python scripts/bench_chunks.py [--tokens 4000] [--reps 7] [--format harmony|apertus|...]
+    python scripts/bench_chunks.py [--tokens 4000] [--reps 7] [--format harmony|apertus|...] [--reasoning think]
 
 Streams one long gpt-oss style assistant turn (analysis + final; Apertus: thoughts +
-response) token by token through ``Encoder(FORMAT).decoder(role="assistant").feed([id])``
+response; ChatML with ``--reasoning think``: a Qwen3 ``<think>`` block + answer) token by token through ``Encoder(FORMAT).decoder(role="assistant").feed([id])``
 and through ``Encoder(FORMAT).chunker().feed([id])`` (the decoder plus one complete
 ``chat.completion.chunk`` dict per content token), and also ``json.dumps`` of each chunk
 (what a server then sends).  Repetitions are interleaved; medians and the ratio
@@ -55,8 +55,9 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=4000)
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--format", default="harmony")
+    ap.add_argument("--reasoning", default=None, help="ChatML's reasoning= option (think: Qwen3's <think> layout)")
     a = ap.parse_args()
-    enc = encoder.Encoder(a.format)
+    enc = encoder.Encoder(a.format, **({"reasoning": a.reasoning} if a.reasoning else {}))
     ids = completion(enc, a.tokens)
     cases = {"decoder": (lambda: enc.decoder(role="assistant"), False),
              "chunker": (lambda: enc.chunker(id="x", created=0), False),

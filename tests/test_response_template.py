@@ -30,6 +30,7 @@ import pytest
 from ocml import encoder
 from ocml import vocab
 from ocml.encoder.errors import UnrepresentableError
+from ocml.encoder.formats.base import Format
 
 import transformers
 if not hasattr(transformers.PreTrainedTokenizerBase, "parse_response"):
@@ -82,10 +83,18 @@ def hf_view(enc, ids: list[int]) -> dict:
     fields: dict = {}
     calls = []
     seen = []
-    for m in expand(res.messages, res.ends)[0]:
+    msgs, ends, _ = expand(res.messages, res.ends)
+    cut_call = False
+    for j, m in enumerate(msgs):
         if m.role != "assistant":
             continue
         k = kind(m.role, m.channel, m.recipient, m.intent)
+        if k is CALL and (j >= len(ends) or ends[j] == "truncated") and not m.content.rstrip().endswith("}"):
+            # a call cut short (max tokens) is no call for the engines: the template opens a call
+            # once its end has come or the text ends after its closing "}", so the engine says
+            # ``length``; to_openai keeps the cut call with ``length`` (as OpenAI's API does)
+            cut_call = True
+            continue
         if k is CALL:
             calls.append({"type": "function", "function": {"name": function_name(m.recipient or ""),
                                                             "arguments": _args(m.content)}})
@@ -94,7 +103,7 @@ def hf_view(enc, ids: list[int]) -> dict:
             fields[field] = m.content
             seen.append(field)
     want = _hf(fields, calls)
-    if len(seen) == len(set(seen)):
+    if len(seen) == len(set(seen)) and not cut_call:
         assert want == no_ids(enc.to_openai(ids).message)
     return want
 
@@ -124,7 +133,9 @@ def shapes(fmt: str, text: str) -> list[list[int]]:
 def check(fmt: str, ids: list[int]) -> None:
     enc, hf = stack(fmt)
     prompt = enc.render({"messages": [USER], "tools": TOOLS}, mode="prompt").ids.tolist()
-    want = hf_view(enc, ids)
+    # a format whose turns are read from the text (ChatML: ``Format.turn_of``) is read as to_openai reads it
+    read_from_text = type(enc.format).turn_of is not Format.turn_of
+    want = no_ids(enc.to_openai(ids).message) if read_from_text else hf_view(enc, ids)
     got = hf.parse_response(ids, prefix=prompt)
     assert got == want, (enc.tokenizer.decode_bytes(ids), got, want)
     parser = hf.get_response_parser(prefix=prompt)

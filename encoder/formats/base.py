@@ -61,8 +61,9 @@ class Format:
     #: the answer is a message whose channel word is ``final`` (Harmony); else its effective
     #: channel is (no channel reads as ``final``: OpenChatML 1.x transcripts)
     final_by_channel_word: ClassVar[bool] = False
-    #: an assistant turn is one message of blocks (``structured.openai_parts()``: Apertus), whose
-    #: stream deltas are per block (``Delta.channel``); the OpenAI chunker reads them by block
+    #: an assistant turn is one message of blocks (``structured.openai_parts()``: Apertus; ChatML
+    #: in the OpenAI view, ``turn_of``), whose stream deltas are per block (``Delta.channel``);
+    #: the OpenAI chunker reads them by block
     turn_blocks: ClassVar[bool] = False
 
     def __init__(self, tokenizer: Tokenizer, *, validate_bodies: bool = True) -> None:
@@ -117,6 +118,11 @@ class Format:
 
         return FrameMachine(harmony=self.harmony_headers, strict=strict, role=role, emit=emit, markers=markers,
                             terminators=self.terminators.reasons)
+
+    def turn_of(self, m: Message, end: str, role: str | None) -> Message:
+        """``m`` (a parsed message that ended with ``end``, read as ``role``) as the OpenAI view
+        reads it: a format whose turns are read from the text (ChatML) puts them in ``structured``."""
+        return m
 
     def stop_reasons(self, role: str | None) -> Mapping[str, str]:
         """Controls after which a stream read as ``role`` stops, and the ``Stop.reason`` of each

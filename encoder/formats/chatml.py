@@ -27,7 +27,9 @@ tool ``</tools>`` ...), each call ``<tool_call>\\n{"name": N, "arguments": A}\\n
 in the assistant frame (after its text, ``\\n``-separated), consecutive tool results in
 one ``user`` frame of ``<tool_response>\\nR\\n</tool_response>`` items.  Those frames are
 the normalised messages, so parse gives them back as text (``tool_calls_of`` reads the
-calls).  Differences from ``trl/chat_templates/qwen2_5.jinja``, all deliberate:
+calls); the OpenAI view (``to_openai``, the stream decoder, the chunker, the response
+template) reads an assistant frame as a turn (``turn_of``, ``chatml_turns``): ``<think>``
+into reasoning (``reasoning="think"``), ``<tool_call>`` blocks into ``tool_calls``.  Differences from ``trl/chat_templates/qwen2_5.jinja``, all deliberate:
 - no system frame is invented unless asked: Qwen always writes "You are Qwen, created by
   Alibaba Cloud..." (pass ``default_system=QWEN_SYSTEM`` for byte parity); with tools and
   no system text the frame starts at ``# Tools``;
@@ -52,7 +54,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from ..arguments import check_json
-from ..errors import InputError, UnknownNameError
+from ..errors import CallSchemaError, InputError, UnknownNameError
 from ..grammar.headers import Header
 from ..grammar.roles import CHATML as CHATML_ROLES
 from ..messages import Conversation, Message
@@ -61,6 +63,7 @@ from ..reasoning import Reasoning, parse_reasoning, think_block
 from ..pieces import CTL, TXT, MessagePlan, Piece
 from .base import Format, PlanContext
 from .chatml_fim import FIM_ROLE
+from .chatml_turns import CALL_CLOSE, CALL_OPEN, ChatMLTurn, read_call, read_turn
 
 if TYPE_CHECKING:
     from ..frames import FrameMachine
@@ -86,6 +89,8 @@ class ChatML(Format):
     merge_text_runs: ClassVar[bool] = True
     after_message: ClassVar[tuple[Piece, ...]] = ((TXT, "\n"),)
     transcript_joiner: ClassVar[str] = ""
+    #: the OpenAI view reads an assistant frame as a turn (``turn_of``: think block, answer, calls)
+    turn_blocks: ClassVar[bool] = True
 
     def __init__(self, tokenizer, *, validate_bodies: bool = True, layout: str = "deployed",
                  bos_eos: bool = False, default_system: str | None = None, reasoning: str = "error") -> None:
@@ -197,6 +202,12 @@ class ChatML(Format):
         name = m.recipient or ""
         if name.startswith("functions."):
             name = name[len("functions."):]
+        if json.dumps(name, ensure_ascii=False)[1:-1] != name:
+            # Qwen's layout puts the name inside a JSON string as it is: a quote, a backslash or a
+            # control character would write a call that reads back as no call (chatml_turns)
+            raise CallSchemaError(f"tool name {name!r} cannot be written in a <tool_call>: JSON would need to "
+                                  "escape it", index=i, field="name",
+                                  hint="use a tool name of letters, digits, '_', '-' or '.' (OpenAI's rule)")
         args = m.content
         if self.validate_bodies:
             check_json(args, index=i, what="tool-call arguments")  # the one argument rule (encoder.arguments)
@@ -245,7 +256,18 @@ class ChatML(Format):
         from .chatml_frames import ChatMLMachine
 
         return ChatMLMachine(strict=strict, role=role, emit=emit, roles=self.roles,
-                             literal=self.layout is Layout.LITERAL, terminators=self.stop_reasons(role))
+                             literal=self.layout is Layout.LITERAL, terminators=self.stop_reasons(role),
+                             think=self.reasoning is Reasoning.THINK)
+
+    def turn_of(self, m: Message, end: str, role: str | None) -> Message:
+        """An assistant frame with its turn read (``chatml_turns``): reasoning, answer and calls as
+        ``structured`` parts for the OpenAI view; a fill-in-the-middle middle is all answer."""
+        if m.role != "assistant":
+            return m
+        if role == FIM_ROLE:
+            parts = (m.with_(channel=None),) if m.content else ()
+            return m.with_(structured=ChatMLTurn(parts))
+        return m.with_(structured=read_turn(m.content, think=self.reasoning is Reasoning.THINK, end=end))
 
     def fim_pieces(self, **kw: Any) -> list[tuple[Piece, bool, int]]:
         from .chatml_fim import fim_pieces
@@ -270,22 +292,18 @@ def tools_block(tools: Sequence[Mapping[str, Any]]) -> str:
 
 
 def tool_calls_of(message: Message | str) -> list[dict[str, Any]]:
-    """The ``<tool_call>`` JSON objects of an assistant frame (Qwen2.5 layout), in order;
-    a call whose JSON does not parse is skipped (Qwen's runtime does the same)."""
+    """The ``<tool_call>`` JSON objects of an assistant frame (Qwen2.5 layout), in order, as
+    ``{"name", "arguments"}`` (arguments parsed); a call that cannot be read is skipped
+    (``chatml_turns.read_call``'s rule; ``to_openai`` reports it)."""
     text = message if isinstance(message, str) else message.content
     out: list[dict[str, Any]] = []
     pos = 0
     while True:
-        a = text.find("<tool_call>\n", pos)
-        if a < 0:
-            return out
-        b = text.find("\n</tool_call>", a)
+        a = text.find(CALL_OPEN, pos)
+        b = text.find(CALL_CLOSE, a + len(CALL_OPEN)) if a >= 0 else -1
         if b < 0:
             return out
-        try:
-            call = json.loads(text[a + len("<tool_call>\n"):b])
-        except ValueError:
-            call = None
-        if isinstance(call, dict):
-            out.append(call)
-        pos = b + len("\n</tool_call>")
+        got = read_call(text[a + len(CALL_OPEN):b])
+        if not isinstance(got, str):
+            out.append({"name": got[0], "arguments": json.loads(got[1])})
+        pos = b + len(CALL_CLOSE)

@@ -11,6 +11,16 @@ Prefill (``role=``): the ids start after ``<|im_start|>ROLE\\n`` (the generation
 so the machine starts inside that message's content.  ``role="fim"``: the ids are a
 fill-in-the-middle middle (after ``<|fim_middle|>``): one assistant message ended by
 ``</s>``, ``<|file_separator|>``, ``<|fim_suffix|>`` or ``<|im_end|>``.
+
+An assistant frame's content (not a fill-in-the-middle middle) is read as a turn while it
+streams (``chatml_turns.TurnReader``): its ``Delta`` events are the reasoning of a ``<think>``
+block (channel ``analysis``), the answer (no channel, visible) and markup - the tags, their
+layout newlines, each whole call - (channel ``commentary``, hidden), so the concatenated
+deltas are still the message's content; what could still be markup is held back.  Calls
+that cannot be read and a ``<think>`` the frame ends inside are reported when the frame
+ends (``E-CALL-SCHEMA``, ``E-PARSE-UNTERMINATED``, at the frame's end position).  The
+message itself stays the frame's text (``parse`` gives back what was rendered); the OpenAI
+view reads its turn (``ChatML.turn_of``).
 """
 
 from __future__ import annotations
@@ -19,9 +29,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import HeaderError
+from ..events import new_delta
 from ..frames import FrameMachine
 from ..grammar.headers import Header
 from .chatml_fim import FIM_ROLE
+from .chatml_turns import CHANNELS, TurnReader, plain_table
 
 START = "<|im_start|>"
 
@@ -53,16 +65,41 @@ class ChatMLMachine(FrameMachine):
     framing = ("<s>", "</s>")  # between frames: the conversation's framing
 
     def __init__(self, *, strict: bool, role: str | None, emit: Callable[[Any], None] | None,
-                 roles: tuple[str, ...], literal: bool, terminators: Mapping[str, str]) -> None:
+                 roles: tuple[str, ...], literal: bool, terminators: Mapping[str, str], think: bool = False) -> None:
         # terminators: ChatML.stop_reasons(role), the FIM middle ends at more (the token data's)
         super().__init__(harmony=False, strict=strict, role=None, emit=emit, terminators=terminators)
         self.roles = roles
         fim = role == FIM_ROLE
         self.literal = literal and not fim
+        self.think = think       # the encoder thinks (reasoning="think"): <think> opens the reasoning
+        self.turns = not fim     # assistant frames are read as turns (a FIM middle is code)
+        self._reader: TurnReader | None = None
         if role is not None:  # prefilled "<|im_start|>ROLE\n" (or "<|fim_middle|>"): inside the content
             self._start(Header(role="assistant" if fim else role), 0)
 
+    def _start(self, h: Header, position: int) -> None:
+        super()._start(h, position)
+        if self.turns and h.role == "assistant":
+            self._reader = r = TurnReader(self.think)
+            self.lean = False  # content text goes through text(): the reader classifies it
+            self.plain = r.plain
+        else:
+            self._reader = None
+            self.lean = True
+            self.plain = False
+
+    def plain_table(self, fast_text: list) -> list:
+        return plain_table(fast_text)
+
     def text(self, s: str, position: int) -> None:
+        r = self._reader
+        if r is not None and self.state == "content":
+            if s:
+                self._content.append(s)
+                self._pieces(r.feed(s))
+                self.channel, self.visible = CHANNELS[r.kind]
+                self.plain = r.plain
+            return
         if self.state == "header" and s:
             k = s.find("\n")
             if k >= 0:  # the header line ends at the first newline
@@ -100,9 +137,24 @@ class ChatMLMachine(FrameMachine):
             return
         self._start(h, position)
 
+    def _pieces(self, pieces: list[tuple[str, str]]) -> None:
+        if self._emit is not None:
+            for kind, t in pieces:
+                channel, vis = CHANNELS[kind]
+                self._emit(new_delta(t, channel, vis))
+
     def close(self, reason: str, position: int) -> None:
-        if self.literal and reason != "truncated":
+        drop = self.literal and reason != "truncated"  # the literal layout's newline before <|im_end|>
+        r = self._reader
+        if r is not None:
+            self._reader = None
+            self.lean = True
+            self.plain = False
+            self._pieces(r.close(reason, drop))
+            for code, message in r.problems:
+                self.error(code, message, position)
+        if drop:
             body = "".join(self._content)
             if body.endswith("\n"):
-                self._content = [body[:-1]]  # the literal layout's newline before <|im_end|>
+                self._content = [body[:-1]]
         super().close(reason, position)

@@ -26,7 +26,9 @@ Events (``ocml.encoder.events``)
 ---------------------------
 ``MessageStart`` when a header is complete (``<|message|>``); ``Delta(text, channel,
 visible)`` for content (``visible`` per ``frames.visible``: ``final`` or no channel,
-and ``commentary`` with ``intent=preamble``); ``MessageEnd(message, reason)`` with
+and ``commentary`` with ``intent=preamble``; a ChatML assistant turn's deltas are per part:
+``<think>`` reasoning ``analysis``, the answer visible, tags and calls hidden
+``commentary``, ``ocml.encoder.formats.chatml_frames``); ``MessageEnd(message, reason)`` with
 reason ``end`` | ``return`` | ``call`` | ``truncated``; ``Stop(reason, token, position,
 trailing)``; ``Error(code, message, position, text)`` (``text``: input left out of
 every message, see ``ocml.encoder.frames``).
@@ -234,11 +236,13 @@ class StreamDecoder:
             dec.scanner.advance_text()
 
         and leaves ``lean_table`` unchanged, so a caller may repeat that for consecutive
-        such ids.  ``scanner.advance_text(n)`` may be deferred and applied for ``n`` of them
+        such ids.  (While a ChatML turn is read, ``feed`` has a lean path of its own over a
+        subset of the table, ``FrameMachine.plain``; ``lean_table`` is None then.)  ``scanner.advance_text(n)`` may be deferred and applied for ``n`` of them
         at once, as long as it is done before anything else uses the decoder (``BatchDecoder``
         does this).  Re-read it after any other call (``feed``, ``finish``, ``reset``).
         """
-        return self._ft
+        ft = self._ft
+        return ft if ft is self.scanner.fast_text else None
 
     def append_lean(self, text: str) -> Delta:
         """Append ``text`` to the open message's content; return its ``Delta`` (see ``lean_table``).
@@ -279,6 +283,8 @@ class StreamDecoder:
         ends = self.fm.ends
         if st is not None and st.reason == "call" and ends and ends[-1] == "call":
             return "tool_call"
+        if self.enc.format.turn_blocks and st is not None and self.to_openai().finish_reason == "tool_calls":
+            return "tool_call"  # a turn whose last part is a call, ended by its stop token (ChatML)
         return "final" if self.final_message is not None else "no_final"
 
     @property
@@ -322,14 +328,22 @@ class StreamDecoder:
         # (events already queued - a prefilled ChatML message's MessageStart - go out first, below)
         if not atoms and not self._out:
             res: list[Event] = []
-        elif len(atoms) == 1 and type(atoms[0]) is Text and self.fm.state == "content" and not self._out:
+        elif len(atoms) == 1 and type(atoms[0]) is Text and self.fm.state == "content" and self.fm.lean \
+                and not self._out:
             res = [self._add(atoms[0].text)]  # one text piece inside the current content
         else:
             self._atoms(atoms, None)
             out = self._out
             res = out[:]
             out.clear()
-        self._ft = self.scanner.fast_text if (self.fm.state == "content" and not self._done) else None
+        fm = self.fm
+        if fm.state != "content" or self._done:
+            self._ft = None
+        elif fm.lean:
+            self._ft = self.scanner.fast_text
+        else:  # a machine reading structure in the content: only the texts it takes as they are
+            ft = self.scanner.fast_text  # None while the scanner holds bytes back
+            self._ft = fm.plain_table(ft) if fm.plain and ft is not None else None
         return res
 
     def finish(self, stop_reason: int | str | None = None, *, eos: bool = False) -> list[Event]:
@@ -411,13 +425,13 @@ class StreamDecoder:
         """The messages so far as an OpenAI Chat Completions choice (``Encoder.to_openai``):
         ``finish_reason`` is None while the stream runs, ``abort`` after ``cancel()``; tool
         call ids are the ones ``enc.to_openai`` gives the same completion."""
-        from ..openai_message import project
+        from ..openai_message import project, read_turns
 
         st = self.stopped
         fm = self.fm
         stop = st.reason if st is not None and st.reason in ("stop_string", "stop_id", "cancel") \
             else self._stopping.get(fm.last_control or "")
-        return project(fm.messages, fm.ends, stop=stop, stops=self._stopping.values(), done=self._done,
+        return project(read_turns(self.enc.format, fm.messages, fm.ends, self.role), fm.ends, stop=stop, stops=self._stopping.values(), done=self._done,
                        call_id_seed=call_id_seed, errors=fm.errors)
 
     # -- internals ------------------------------------------------------------
@@ -428,7 +442,10 @@ class StreamDecoder:
         for a in atoms:
             if type(a) is Text:
                 if fm.state == "content":
-                    out.append(fm.add_content(a.text))
+                    if fm.lean:
+                        out.append(fm.add_content(a.text))
+                    else:  # the machine reads structure in the content (ChatML turns): it emits
+                        fm.text(a.text, a.token_index)
                 else:
                     self._text(a.text, a.token_index)
                 continue
@@ -436,11 +453,11 @@ class StreamDecoder:
                 if fm.state == "content":
                     if self._stoppable():
                         if self.include_stop_str_in_output:
-                            out.append(fm.add_content(a.text))  # vLLM's option: the stop text is content
+                            self._content(a.text, a.token_index)  # vLLM's option: the stop text is content
                         fm.close("truncated", a.token_index)
                         self._stop("stop_string", a.text, a.token_index, end)
                         return
-                    out.append(fm.add_content(a.text))
+                    self._content(a.text, a.token_index)
                 else:
                     self._text(a.text, a.token_index)
                 continue
@@ -492,6 +509,14 @@ class StreamDecoder:
         if fm.state != "expect_start" or fm.has_pending_text:
             self._end_stream(i + 1)
         self._stop(reason, a.name, i, end)
+
+    def _content(self, s: str, pos: int) -> None:
+        """Text inside the open message's content (``FrameMachine.lean``: through ``add_content``)."""
+        fm = self.fm
+        if fm.lean:
+            self._out.append(fm.add_content(s))
+        else:
+            fm.text(s, pos)
 
     def _literal_text(self, s: str, pos: int) -> None:
         """A control id inside a literal block: its name is text, a run of its own."""

@@ -33,7 +33,13 @@ How each format is expressed:
   ``commentary`` preamble) or ``thinking`` (the rest) - ``ocml.encoder.openai_message.kind``'s
   rule.  A message ends at ``<|end|>``, ``<|return|>``, ``<|call|>`` or the next ``<|start|>``;
   text between messages and messages of other roles go nowhere, as in ``to_openai``.
-* ChatML: the content is the text before ``<|im_end|>``, verbatim.
+* ChatML: a turn as ``to_openai`` reads it (``ocml.encoder.formats.chatml_turns``):
+  ``thinking`` is a leading ``<think>`` block (``reasoning="think"`` only), each
+  ``<tool_call>`` JSON object a call, ``content`` the rest (one region: text on both sides of
+  the calls keeps its last part, the engines' rule).  The calls come parsed (``function.arguments`` a dict, as in transformers' own Qwen template;
+  ``to_openai`` gives their JSON text).  Not expressed: a call that cannot be read (the
+  parser raises; ``to_openai`` keeps its text as content and reports it), and a completion
+  whose prompt prefilled ``<think>\\n`` is read right only with that prompt as ``prefix=``.
 * Apertus: ``thinking`` is the thoughts (from ``<|inner_prefix|>`` to ``<|inner_suffix|>``, a
   call list or the turn's end), ``content`` the response text (the rest: the implicit field,
   closed by ``<|assistant_end|>`` or by a call list that never ends, which it swallows: a list
@@ -62,6 +68,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UnrepresentableError
 from ..formats.apertus_blocks import END_TOOLS, INNER, OUTER, TOOLS
+from ..formats.chatml_turns import CALL_CLOSE, CALL_OPEN, THINK_CLOSE, THINK_OPEN
+from ..reasoning import Reasoning
 
 if TYPE_CHECKING:
     from ..codec import Codec, Renders
@@ -100,9 +108,10 @@ def _text(**anchors: Any) -> dict[str, Any]:
 def _channel_fields(fmt: Format, call: str, content: str, reasoning: str) -> dict[str, Any]:
     # a message ends at any of the format's terminators (the token data's) or the next frame's start
     close = [*fmt.terminators.reasons, fmt.generation_prompt()[0][1]]
-    # A call opens only once its end is in the text: a call cut by max_tokens (its arguments cut
-    # too) is no call, so the parser reports none and the engine says ``length``, as ``to_openai``.
-    ends = r"(?=[\s\S]*?(?:" + "|".join(re.escape(c) for c in close) + r"))"
+    # A call opens once its end is in the text, or once the text ends after its arguments' closing
+    # ``}`` (an engine that strips the stop token: transformers' own gpt-oss case).  A call cut by
+    # max_tokens is then no call, and the engine says ``length`` rather than ``tool_calls``.
+    ends = r"(?=[\s\S]*?(?:" + "|".join(re.escape(c) for c in close) + r")|[\s\S]*\}\s*\Z)"
     return {TOOL_CALLS: _calls(open_pattern=call + ends, close=close),
             CONTENT: _text(open_pattern=content, close=close),
             THINKING: _text(open_pattern=reasoning, close=close)}
@@ -142,7 +151,28 @@ def _openchatml(fmt: Format) -> dict[str, Any]:
 
 
 def _chatml(fmt: Format) -> dict[str, Any]:
-    return {CONTENT: _text(close=_turn_end(fmt))}
+    # A turn as ``chatml_turns`` reads it: a leading <think> block (reasoning="think") whose
+    # newlines inside and after it are layout; each <tool_call> JSON object a call (one "\n"
+    # before it is layout, and so is whitespace between calls and after the last one); the
+    # rest content (one region: the engines refuse ``join``).  Calls come parsed, as in transformers' own Qwen
+    # template (arguments a dict; ``to_openai`` gives their text).
+    end = re.escape(_turn_end(fmt))
+    t_open, t_close = re.escape(CALL_OPEN), re.escape(CALL_CLOSE)
+    fields: dict[str, Any] = {CONTENT: _text(close=_turn_end(fmt))}
+    if fmt.reasoning is Reasoning.THINK:  # type: ignore[attr-defined]
+        fields[THINKING] = {
+            "open_pattern": "^" + re.escape(THINK_OPEN) + r"\n*",
+            "close_pattern": r"\n*" + re.escape(THINK_CLOSE) + r"\n*|\n*(?=" + end + ")",
+            "content_args": _TEXT}
+    # a call opens only once its </tool_call> has come (the lookahead holds the stream until
+    # then): a call cut short stays content, as to_openai keeps it
+    complete = r"(?=(?:(?!" + t_close + r").)*" + t_close + r")"
+    fields[TOOL_CALLS] = {
+        "open_pattern": r"(?:(?<=" + t_close + r")\s*|\n?)" + t_open + complete,
+        "close_pattern": t_close + r"(?:\s*(?=" + end + r"|\Z|" + t_open + r"))?",
+        "content": "json", "repeats": True,
+        "transform": {"type": "function", "function": {"name": "{content.name}", "arguments": "{content.arguments}"}}}
+    return fields
 
 
 def _apertus(fmt: Format) -> dict[str, Any]:
