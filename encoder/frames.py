@@ -169,6 +169,19 @@ class FrameMachine:
         return new_delta(s, self.channel, self.visible)
 
     @property
+    def open_content(self) -> bool:
+        """The input's last text went to an open message's content (a partial control at the
+        end can be cut from it: ``cut_content``)."""
+        return self.in_message
+
+    def cut_content(self, k: int) -> str:
+        """Remove and return the last ``k`` characters of the open message's content (parse's
+        side of a partial control at the end: ``Lexicon.partial_control``)."""
+        text = "".join(self._content)
+        self._content = [text[:-k]] if k < len(text) else []
+        return text[-k:] if k <= len(text) else text
+
+    @property
     def content_append(self) -> Callable[[str], None]:
         """``add_content`` without the ``Delta``: the open message's content ``list.append``.
 
@@ -232,11 +245,16 @@ class FrameMachine:
     def special(self, token: str, position: int) -> None:
         self.error("E-PARSE-STRAY-CONTROL", f"special token {token} in the stream", position)
 
-    def finish(self, position: int) -> None:
+    def finish(self, position: int, partial: str = "") -> None:
+        """The end of the input.  ``partial``: a control's spelling cut by the end (``<|ret``
+        after ``Answer``), left out of the open message by the reader: given as the text of its
+        ``E-STREAM-TRUNCATED``."""
         if self._skipped:
             self._flush_skipped()
         if self.in_message:
-            self.error("E-STREAM-TRUNCATED", "the stream ended inside a message", position)
+            self.error("E-STREAM-TRUNCATED", "the stream ended inside a message"
+                       + (f" (inside a control: {partial!r} left out of the content)" if partial else ""),
+                       position, partial or None)
             self.close("truncated", position)
         elif self.state == "header" and (self._header or self._prefill is None):
             text = self._header_text()

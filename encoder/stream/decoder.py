@@ -343,7 +343,7 @@ class StreamDecoder:
         if self._done:
             return []
         if stop_reason is None and not eos:
-            return self._close_stream(self._end_stream)
+            return self._close_stream(self._end_stream, cut=True)
         fm = self.fm
         h = getattr(fm, "_h", None)  # the open message's header (a call?)
         in_call = fm.state == "calls" or (fm.state == "content" and h is not None
@@ -351,6 +351,8 @@ class StreamDecoder:
         es = engine_stop(self.enc, stop_reason, eos=eos, stop_controls=self._stopping, in_call=in_call)
         out: list[Event] = []
         if es.ids:
+            if len(es.ids) > 1 or es.ids[0] not in self._names:
+                self._drop_started(self.enc.tokenizer.decode_bytes(list(es.ids)))
             out = self.feed(list(es.ids))  # the stripped control, as the model generated it
             if self._done:  # a stop control (<|return|>, <|call|>...): it stopped as in-stream
                 return out
@@ -368,6 +370,16 @@ class StreamDecoder:
             self._stop("stop_string" if es.string is not None else "stop_id", token, end, end)
 
         return out + self._close_stream(stop)
+
+    def _drop_started(self, spelled: bytes) -> None:
+        """A stripped control spelled as text (fallback): the engine may have kept the tokens
+        that began it (``<|call|`` then ``>``, the stripped last token, in ``<|call|><|start|>``'s
+        ``><``); what the scanner holds of its beginning is dropped, the whole spelling is fed."""
+        sc = self.scanner
+        pend = sc.pending
+        k = next((j for j in range(min(len(pend), len(spelled) - 1), 0, -1) if pend.endswith(spelled[:j])), 0)
+        if k:
+            sc.drop_pending(k)
 
     def cancel(self, reason: str = "cancelled") -> list[Event]:
         """End the stream on purpose (the client went away, the user pressed stop).
@@ -390,15 +402,28 @@ class StreamDecoder:
 
         return self._close_stream(stop)
 
-    def _close_stream(self, close: Callable[[int], None]) -> list[Event]:
-        """``finish``/``cancel``: flush held bytes, then ``close(end)`` unless a stop came first."""
+    def _close_stream(self, close: Callable[[int], None], cut: bool = False) -> list[Event]:
+        """``finish``/``cancel``: flush held bytes, then ``close(end)`` unless a stop came first.
+
+        ``cut`` (a plain ``finish()``: max tokens): held bytes that could still have become a
+        control (``Answer<|ret``) are left out of the open message and given as the text of
+        its ``E-STREAM-TRUNCATED`` (``Lexicon.partial_control``; parse does the same)."""
         end = self.scanner.index
         self._ft = None
+        sc = self.scanner
+        partial = ""
+        if cut and self.fm.open_content and not sc.literal:
+            k = self.enc.lexicon.partial_control(sc.pending)
+            if k:
+                partial = sc.drop_pending(k).decode("utf-8", "replace")
         try:
-            self._atoms(self.scanner.finish(), end)
+            self._atoms(sc.finish(), end)
             if self.stopped is None:
                 self._flush()
-                close(end)
+                if partial:
+                    self._end_stream(end, partial)
+                else:
+                    close(end)
         finally:  # strict mode raises from here: the stream is over either way
             self.finished = True
             self._done = True
@@ -487,11 +512,9 @@ class StreamDecoder:
         generated text is dropped without a trace."""
         i = a.token_index
         fm = self.fm
-        if a.rest:
-            fm.text(a.rest.decode("utf-8", "replace"), i)
         if fm.state != "expect_start" or fm.has_pending_text:
             self._end_stream(i + 1)
-        self._stop(reason, a.name, i, end)
+        self._stop(reason, a.name, i, end, a.rest.decode("utf-8", "replace"))
 
     def _literal_text(self, s: str, pos: int) -> None:
         """A control id inside a literal block: its name is text, a run of its own."""
@@ -516,26 +539,27 @@ class StreamDecoder:
             self._buf.clear()
             self.fm.text(s, self._buf_pos)
 
-    def _end_stream(self, pos: int) -> None:
-        """The stream ends here: the frame machine truncates an open message (E-STREAM-TRUNCATED)."""
+    def _end_stream(self, pos: int, partial: str = "") -> None:
+        """The stream ends here: the frame machine truncates an open message (E-STREAM-TRUNCATED;
+        ``partial``: a control cut by the end, left out of the message)."""
         self._flush()
         fm = self.fm
         n = len(fm.errors)
         try:
-            fm.finish(pos)
+            fm.finish(pos, partial)
         except ParseError:  # strict: the caller gets the exception, status still says why
             self._truncated = True
             self._done = True
             raise
         self._truncated = any(e.code == "E-STREAM-TRUNCATED" for e in fm.errors[n:])
 
-    def _stop(self, reason: str, token: str | None, pos: int, end: int | None) -> None:
+    def _stop(self, reason: str, token: str | None, pos: int, end: int | None, rest: str = "") -> None:
         self._ft = None
         self._flush()
         if end is None:
             end = self.scanner.index
         self._done = True
-        ev = Stop(reason, token, pos, max(end - pos - 1, 0))
+        ev = Stop(reason, token, pos, max(end - pos - 1, 0), rest)
         self.stopped = ev
         self._out.append(ev)
 
