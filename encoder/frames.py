@@ -48,6 +48,12 @@ _CHANNEL = "<|channel|>"
 _CHANNEL_WORD = re.compile(r"[^\s<]*")  # openai-harmony: the channel runs up to whitespace or '<'
 
 
+def held(channel: str | None) -> bool:
+    """A message on this channel is held (state ``held``): none of the known channels (gpt-oss
+    ``??``), so whether it is the answer is known only at its terminator (``close``)."""
+    return channel is not None and channel not in KNOWN_CHANNELS
+
+
 def visible(channel: str | None, intent: str | None, role: str) -> bool:
     """What a user may see: ``final`` (or no channel), and ``commentary`` flagged ``intent=preamble``."""
     if role != "assistant":
@@ -225,8 +231,17 @@ class FrameMachine:
                 self._skip(name, position)
         elif name == start:
             self._begin()
-        elif name not in self.framing:
-            self.error("E-PARSE-STRAY-CONTROL", f"{name} where a message should start", position)
+        elif name == _CHANNEL and start == "<|start|>":
+            # A model that skipped "<|start|>assistant" between two of its messages
+            # ("...<|end|><|channel|>final<|message|>..."): the header goes on with the previous
+            # message's role (none yet: the prefilled role, else assistant), as transformers'
+            # response parser reads it; reported, the text is kept.
+            role = self.messages[-1].role if self.messages else (self._prefill or "assistant")
+            self.error("E-PARSE-HEADER", f"{name} where a message should start: read as a "
+                       f"{role} message whose <|start|>{role} is missing", position)
+            self._begin()
+            self._prefill = role
+            self._header.append(name)
 
     def _header_control(self, name: str, position: int) -> None:
         """A control inside a header (the format's own header syntax)."""
@@ -315,8 +330,7 @@ class FrameMachine:
         # A channel none of the known ones (gpt-oss "??", "commentary?"): whether it is the
         # answer is known only at its terminator (<|return|>: yes), so its text is held and
         # streamed as one Delta then (``close``), never shown before.
-        unknown = h.channel is not None and h.channel not in KNOWN_CHANNELS
-        self.state = "held" if unknown else "content"
+        self.state = "held" if held(h.channel) else "content"
         if self._emit is not None:
             self._emit(MessageStart(h.role, h.channel, h.recipient, h.call_id, h.name, h.intent, h.content_type,
                                     h.constrain, position))

@@ -29,7 +29,7 @@ from .grammar.terminators import terminators_of
 if TYPE_CHECKING:
     from .codec import Codec
 
-__all__ = ["EngineStop", "engine_stop", "hf_stopping_criteria", "hf_streamer", "stop_ids", "stop_strings", "stop_tokens",
+__all__ = ["EngineStop", "engine_stop", "first_stop", "hf_stopping_criteria", "hf_streamer", "stop_ids", "stop_strings", "stop_tokens",
            "vllm_sampling_kwargs"]
 
 def _tokenizer(enc: Codec | str, tokenizer: Tokenizer | None) -> Tokenizer:
@@ -83,6 +83,19 @@ def stop_strings(enc: Codec | str, mode: str = "assistant", tokenizer: Tokenizer
     """Text spellings of the stop controls that are **not** registered (fallback mode)."""
     tok = _tokenizer(enc, tokenizer)
     return [n for n in stop_tokens(enc, mode) if tok.control_id(n) is None]
+
+
+def first_stop(enc: Codec, ids: Any, role: str | None = "assistant") -> int:
+    """How many of ``ids`` the turn has: up to and including the token of its first stop (the
+    format's stop controls for ``role``, by id or, in fallback mode, spelled in the text), or
+    ``len(ids)`` when it never stops.  Read as the stream decoder reads them, so
+    ``enc.to_openai(ids[:first_stop(enc, ids)])`` is the stream's message for a batch row that
+    went on generating after its stop (``enc.to_openai(ids, until_stop=True)`` does that)."""
+    from .stream.decoder import StreamDecoder
+
+    dec = StreamDecoder(_encoder(enc), role=role)
+    stop = next((e for e in dec.feed(ids) if e.type == "stop"), None)
+    return len(ids) if stop is None else stop.position + 1
 
 
 def vllm_sampling_kwargs(enc: Codec | str, mode: str = "assistant",

@@ -201,6 +201,9 @@ class StreamDecoder:
         self._buf: list[str] = []      # text outside content, up to the next boundary
         self._buf_pos = 0
         self._router = AtomRouter(self.fm, self._literal_text)  # the atoms' meaning, shared with parse
+        #: with ``prefill``: the assistant messages of the open turn the prompt completed, with
+        #: their end reasons (``to_openai`` starts with them)
+        self.prefill_messages: tuple[tuple[Message, str], ...] = ()
         if self.prefill:  # read the prompt, no stop firing; keep only the open message (encoder.prefill)
             stopping, strings, ids = self._stopping, self.stop_strings, self.stop_ids
             self._stopping, self.stop_strings, self.stop_ids = {}, (), frozenset()
@@ -211,6 +214,12 @@ class StreamDecoder:
             finally:
                 self._stopping, self.stop_strings, self.stop_ids = stopping, strings, ids
             fm = self.fm
+            # the turn's messages the prompt completed (an analysis message before the open answer):
+            # part of the assistant message to_openai() gives, not events of this stream
+            j = len(fm.messages)
+            while j and fm.messages[j - 1].role == "assistant":
+                j -= 1
+            self.prefill_messages = tuple(zip(fm.messages[j:], fm.ends[j:]))
             del fm.messages[:], fm.ends[:], fm.errors[:], self._out[:]
             k = max((j for j, e in enumerate(evs) if type(e) is MessageStart), default=-1)
             if k >= 0 and not any(type(e) is MessageEnd for e in evs[k:]):
@@ -432,18 +441,21 @@ class StreamDecoder:
         out.clear()
         return res
 
-    def to_openai(self, call_id_seed: str = "") -> ChatChoice:
+    def to_openai(self, call_id_seed: str = "", tools: object = None) -> ChatChoice:
         """The messages so far as an OpenAI Chat Completions choice (``Encoder.to_openai``):
-        ``finish_reason`` is None while the stream runs, ``abort`` after ``cancel()``; tool
-        call ids are the ones ``enc.to_openai`` gives the same completion."""
+        ``finish_reason`` is None while the stream runs, ``stop`` after ``cancel()``; tool
+        call ids are the ones ``enc.to_openai`` gives the same completion; ``tools``: as there."""
         from ..openai_message import project
 
         st = self.stopped
         fm = self.fm
         stop = st.reason if st is not None and st.reason in ("stop_string", "stop_id", "cancel") \
             else self._stopping.get(fm.last_control or "")
-        return project(fm.messages, fm.ends, stop=stop, stops=self._stopping.values(), done=self._done,
-                       call_id_seed=call_id_seed, errors=fm.errors)
+        pre = self.prefill_messages
+        msgs, ends = ([m for m, _ in pre] + fm.messages, [e for _, e in pre] + fm.ends) if pre \
+            else (fm.messages, fm.ends)
+        return project(msgs, ends, stop=stop, stops=self._stopping.values(), done=self._done,
+                       call_id_seed=call_id_seed, errors=fm.errors, tools=tools)
 
     # -- internals ------------------------------------------------------------
     def _atoms(self, atoms: list, end: int | None) -> None:
