@@ -61,8 +61,8 @@ Top-level modules of ``encoder/``, by job:
               arguments (tool-call arguments), prefill (an open last assistant message)
   read back   frames (the frame machine), parse (ids -> messages), transcript (``to_text`` /
               ``parse_text``), interchange (2.2 section 10 JSON)
-  serving     openai_message (``to_openai``), openai_chunks (stream chunks), stops (what a sampler
-              stops on)
+  serving     openai_message (``to_openai``), openai_chunks (stream chunks), openai_envelope (the
+              response / chunk objects around them), stops (what a sampler stops on)
   people      cli (``ocml``), cli_view (``ocml inspect``, ``render --color``), tokenview (tokens
               as text)
   speed       gcpolicy (the cyclic collector off while a batch renders)

@@ -37,13 +37,13 @@ continuation; ``decoder.to_openai()`` has the whole message (``ocml.encoder.pref
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, InputTypeError
 from .events import Delta, Error, Event, MessageEnd, MessageStart, Stop
 from .frames import held
+from .openai_envelope import chunk, new_id, usage
 from .messages import Message
 from .openai_message import CALL, CONTENT, REASONING, CallIds, call_errors, function_name, kind, parts_of, tool_names
 from .stream.decoder import StreamDecoder
@@ -90,7 +90,7 @@ class Chunker:
             prompt_tokens = len(self.decoder.prefill)
         if include_usage and prompt_tokens is None:
             raise InputError("include_usage=True needs prompt_tokens (the prompt's length)", field="prompt_tokens")
-        self.id = id if id is not None else "chatcmpl-" + uuid.uuid4().hex[:24]
+        self.id = id if id is not None else new_id()
         self.created = int(time.time()) if created is None else created
         self.model = model
         self.index = index
@@ -154,13 +154,8 @@ class Chunker:
 
     # -- internals ------------------------------------------------------------------
     def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-        c: dict[str, Any] = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                             "model": self.model,
-                             "choices": [{"index": self.index, "delta": delta, "logprobs": None,
-                                          "finish_reason": finish_reason}]}
-        if self.include_usage:
-            c["usage"] = None
-        return c
+        return chunk(delta, id=self.id, created=self.created, model=self.model, index=self.index,
+                     finish_reason=finish_reason, include_usage=self.include_usage)
 
     def _convert(self, evs: Iterable[Event], ended: bool = False) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -198,10 +193,8 @@ class Chunker:
             reason = self.decoder.to_openai().finish_reason
             out.append(self._chunk({}, reason))
             if self.include_usage:
-                p, c = self.prompt_tokens or 0, self.completion_tokens
-                out.append({"id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                            "model": self.model, "choices": [],
-                            "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}})
+                out.append(chunk(None, id=self.id, created=self.created, model=self.model,
+                                 usage_of=usage(self.prompt_tokens or 0, self.completion_tokens)))
         return out
 
     # A turn of blocks (``Format.turn_blocks``: Apertus): thoughts and response text stream as
