@@ -213,13 +213,17 @@ class Chunker:
     def _block_calls(self, parts: Sequence[Message], out: list[dict[str, Any]]) -> None:
         for m in parts:
             if kind(m.role, m.channel, m.recipient, m.intent) is CALL:
-                out.append(self._chunk({"tool_calls": [{"index": self._calls, "id": self._ids.id_for(m),
-                                                        "type": "function",
-                                                        "function": {"name": function_name(m.recipient or ""),
-                                                                     "arguments": m.content}}]}))
-                self._calls += 1
-                self._check(m)
+                self._whole_call(m, out)
             self._ids.add(m)
+
+    def _whole_call(self, m: Message, out: list[dict[str, Any]]) -> None:
+        """A complete call sent in one delta (``id``, name and arguments), then checked."""
+        cid = m.call_id if m.call_id is not None else self._ids.id_for(m)
+        out.append(self._chunk({"tool_calls": [{"index": self._calls, "id": cid, "type": "function",
+                                                "function": {"name": function_name(m.recipient or ""),
+                                                             "arguments": m.content}}]}))
+        self._calls += 1
+        self._check(m)
 
     def _piece(self, k: str, text: str) -> dict[str, Any]:
         if k is CALL:
@@ -231,12 +235,7 @@ class Chunker:
         reading puts it (``<|return|>`` made it the answer), sent whole."""
         k = kind(m.role, m.channel, m.recipient, m.intent)
         if k is CALL:
-            cid = m.call_id if m.call_id is not None else self._ids.id_for(m)
-            out.append(self._chunk({"tool_calls": [{"index": self._calls, "id": cid, "type": "function",
-                                                    "function": {"name": function_name(m.recipient or ""),
-                                                                 "arguments": m.content}}]}))
-            self._calls += 1
-            self._check(m)
+            self._whole_call(m, out)
         elif k is not None:
             out.append(self._chunk({k: ("\n" if self._counts[k] else "") + m.content}))
             self._counts[k] += 1
