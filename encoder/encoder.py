@@ -264,8 +264,13 @@ class Encoder(Codec):
         read only up to the first stop (a row that went on after it)."""
         from .openai_message import to_openai
 
-        return to_openai(self, ids, role=role, strict=strict, call_id_seed=call_id_seed, tools=tools,
-                         until_stop=until_stop)
+        if until_stop is not True and until_stop is not False:
+            raise InputTypeError(f"until_stop must be True or False, got {until_stop!r}", field="until_stop")
+        if until_stop:
+            from .stops import first_stop
+
+            ids = ids[:first_stop(self, ids, role=role)]
+        return to_openai(self, ids, role=role, strict=strict, call_id_seed=call_id_seed, tools=tools)
 
     def to_interchange(self, ids: Sequence[int] | np.ndarray, *, role: str | None = "assistant",
                        strict: bool = False) -> list[dict[str, Any]]:

@@ -289,23 +289,16 @@ def _finish(messages: Sequence[Message], ends: Sequence[str], stop: str | None, 
 
 
 def to_openai(enc: Codec, ids: Sequence[int] | np.ndarray, *, role: str | None = "assistant",
-              strict: bool = False, call_id_seed: str = "", tools: Any = None,
-              until_stop: bool = False) -> ChatChoice:
+              strict: bool = False, call_id_seed: str = "", tools: Any = None) -> ChatChoice:
     """Completion ids (after the ``<|start|>ROLE`` prefill; ``role=None`` when they start with
     ``<|start|>``) -> ``ChatChoice``.  Lenient: parse errors are in ``ChatChoice.errors``.
 
     ``tools``: the request's tools: calls naming another tool or with arguments that are not a
-    JSON object are reported (``call_errors``; kept in the message).  ``until_stop``: read only
-    up to the turn's first stop (``ocml.encoder.stops.first_stop``: a batch row that went on
-    generating after its stop, an engine run with ``ignore_eos``); by default every id is read."""
+    JSON object are reported (``call_errors``; kept in the message).  Every id is read; to read
+    only up to the turn's first stop (a batch row that went on generating after it), pass
+    ``ids[:ocml.encoder.stops.first_stop(enc, ids)]`` (``Encoder.to_openai(until_stop=True)``)."""
     from .parse import parse_ids
 
-    if until_stop is not True and until_stop is not False:
-        raise InputTypeError(f"until_stop must be True or False, got {until_stop!r}", field="until_stop")
-    if until_stop:
-        from .stops import first_stop
-
-        ids = ids[:first_stop(enc, ids, role=role)]
     res = parse_ids(enc, ids, strict=strict, role=role, detailed=True)
     stops = enc.format.stop_reasons(role)  # control -> reason, for the controls a sampler stops on
     return project(res.messages, res.ends, stop=stops.get(res.last_control or ""), stops=stops.values(),
