@@ -242,6 +242,8 @@ class FrameMachine:
             self._begin()
             self._prefill = role
             self._header.append(name)
+        elif name not in self.framing:
+            self.error("E-PARSE-STRAY-CONTROL", f"{name} where a message should start", position)
 
     def _header_control(self, name: str, position: int) -> None:
         """A control inside a header (the format's own header syntax)."""
