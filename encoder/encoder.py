@@ -289,14 +289,22 @@ class Encoder(Codec):
         return parse_ids(self, ids, strict=strict, role=role, detailed=detailed)
 
     def to_openai(self, ids: Sequence[int] | np.ndarray, *, role: str | None = "assistant", strict: bool = False,
-                  call_id_seed: str = "") -> ChatChoice:
+                  call_id_seed: str = "", tools: Any = None, until_stop: bool = False) -> ChatChoice:
         """Completion ids -> an OpenAI Chat Completions choice (``ocml.encoder.openai_message.ChatChoice``):
         ``.message`` (``content``, ``reasoning_content``, ``tool_calls``), ``.finish_reason``
         (``stop`` | ``tool_calls`` | ``length``) and ``.errors``.  ``role``: the prefilled
-        ``<|start|>ROLE``; ``call_id_seed``: mixed into generated tool call ids (e.g. the request id)."""
+        ``<|start|>ROLE``; ``call_id_seed``: mixed into generated tool call ids (e.g. the request id);
+        ``tools``: the request's tools (unknown tools, invalid arguments reported); ``until_stop``:
+        read only up to the first stop (a row that went on after it)."""
         from .openai_message import to_openai
 
-        return to_openai(self, ids, role=role, strict=strict, call_id_seed=call_id_seed)
+        if until_stop is not True and until_stop is not False:
+            raise InputTypeError(f"until_stop must be True or False, got {until_stop!r}", field="until_stop")
+        if until_stop:
+            from .stops import first_stop
+
+            ids = ids[:first_stop(self, ids, role=role)]
+        return to_openai(self, ids, role=role, strict=strict, call_id_seed=call_id_seed, tools=tools)
 
     def to_interchange(self, ids: Sequence[int] | np.ndarray, *, role: str | None = "assistant",
                        strict: bool = False) -> list[dict[str, Any]]:

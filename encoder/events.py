@@ -61,6 +61,10 @@ class Stop:
     position: int
     #: ids after the stop within the fed chunk: not streamed, to be trimmed by the caller
     trailing: int = 0
+    #: fallback mode: the text of the stop token after the stop control's spelling (o200k's
+    #: ``><`` after ``<|call|>``: the ``<`` of the next ``<|start|>``): past the end of the
+    #: turn, so not read (``ParseResult.tail`` says the same for ``parse``)
+    rest: str = ""
 
 
 @dataclass(frozen=True, slots=True)

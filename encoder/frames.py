@@ -48,6 +48,12 @@ _CHANNEL = "<|channel|>"
 _CHANNEL_WORD = re.compile(r"[^\s<]*")  # openai-harmony: the channel runs up to whitespace or '<'
 
 
+def held(channel: str | None) -> bool:
+    """A message on this channel is held (state ``held``): none of the known channels (gpt-oss
+    ``??``), so whether it is the answer is known only at its terminator (``close``)."""
+    return channel is not None and channel not in KNOWN_CHANNELS
+
+
 def visible(channel: str | None, intent: str | None, role: str) -> bool:
     """What a user may see: ``final`` (or no channel), and ``commentary`` flagged ``intent=preamble``."""
     if role != "assistant":
@@ -180,6 +186,19 @@ class FrameMachine:
         return new_delta(s, self.channel, self.visible)
 
     @property
+    def open_content(self) -> bool:
+        """The input's last text went to an open message's content (a partial control at the
+        end can be cut from it: ``cut_content``)."""
+        return self.in_message
+
+    def cut_content(self, k: int) -> str:
+        """Remove and return the last ``k`` characters of the open message's content (parse's
+        side of a partial control at the end: ``Lexicon.partial_control``)."""
+        text = "".join(self._content)
+        self._content = [text[:-k]] if k < len(text) else []
+        return text[-k:] if k <= len(text) else text
+
+    @property
     def content_append(self) -> Callable[[str], None]:
         """``add_content`` without the ``Delta``: the open message's content ``list.append``.
 
@@ -223,6 +242,17 @@ class FrameMachine:
                 self._skip(name, position)
         elif name == start:
             self._begin()
+        elif name == _CHANNEL and start == "<|start|>":
+            # A model that skipped "<|start|>assistant" between two of its messages
+            # ("...<|end|><|channel|>final<|message|>..."): the header goes on with the previous
+            # message's role (none yet: the prefilled role, else assistant), as transformers'
+            # response parser reads it; reported, the text is kept.
+            role = self.messages[-1].role if self.messages else (self._prefill or "assistant")
+            self.error("E-PARSE-HEADER", f"{name} where a message should start: read as a "
+                       f"{role} message whose <|start|>{role} is missing", position)
+            self._begin()
+            self._prefill = role
+            self._header.append(name)
         elif name not in self.framing:
             self.error("E-PARSE-STRAY-CONTROL", f"{name} where a message should start", position)
 
@@ -243,11 +273,16 @@ class FrameMachine:
     def special(self, token: str, position: int) -> None:
         self.error("E-PARSE-STRAY-CONTROL", f"special token {token} in the stream", position)
 
-    def finish(self, position: int) -> None:
+    def finish(self, position: int, partial: str = "") -> None:
+        """The end of the input.  ``partial``: a control's spelling cut by the end (``<|ret``
+        after ``Answer``), left out of the open message by the reader: given as the text of its
+        ``E-STREAM-TRUNCATED``."""
         if self._skipped:
             self._flush_skipped()
         if self.in_message:
-            self.error("E-STREAM-TRUNCATED", "the stream ended inside a message", position)
+            self.error("E-STREAM-TRUNCATED", "the stream ended inside a message"
+                       + (f" (inside a control: {partial!r} left out of the content)" if partial else ""),
+                       position, partial or None)
             self.close("truncated", position)
         elif self.state == "header" and (self._header or self._prefill is None):
             text = self._header_text()
@@ -308,8 +343,7 @@ class FrameMachine:
         # A channel none of the known ones (gpt-oss "??", "commentary?"): whether it is the
         # answer is known only at its terminator (<|return|>: yes), so its text is held and
         # streamed as one Delta then (``close``), never shown before.
-        unknown = h.channel is not None and h.channel not in KNOWN_CHANNELS
-        self.state = "held" if unknown else "content"
+        self.state = "held" if held(h.channel) else "content"
         if self._emit is not None:
             self._emit(MessageStart(h.role, h.channel, h.recipient, h.call_id, h.name, h.intent, h.content_type,
                                     h.constrain, position))

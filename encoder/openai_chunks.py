@@ -16,7 +16,7 @@ Each chunk is complete: ``id``, ``object``, ``created``, ``model``, ``choices[0]
 (analysis and other hidden channels) and ``tool_calls`` deltas (``index``, ``id``,
 ``type`` and ``function.name`` once, when the call's header is complete, then
 ``function.arguments`` pieces); the last chunk has an empty delta and ``finish_reason``
-(``stop`` | ``tool_calls`` | ``length``; ``abort`` after ``cancel()``), sent as soon as the
+(``stop`` | ``tool_calls`` | ``length``: OpenAI's values only, ``stop`` after ``cancel()``), sent as soon as the
 stream stops (a stop token in ``feed``) or at ``finish()``.  With ``include_usage=True``
 (OpenAI's ``stream_options``) every chunk has ``"usage": None`` and one more chunk with
 ``choices: []`` and the token counts closes the stream.
@@ -39,14 +39,15 @@ continuation; ``decoder.to_openai()`` has the whole message (``ocml.encoder.pref
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, InputTypeError
-from .events import Delta, Event, MessageEnd, MessageStart, Stop
+from .events import Delta, Error, Event, MessageEnd, MessageStart, Stop
+from .frames import held
+from .openai_envelope import chunk, new_id, usage
 from .messages import Message
-from .openai_message import CALL, CONTENT, REASONING, CallIds, function_name, kind, parts_of
+from .openai_message import CALL, CONTENT, REASONING, CallIds, call_errors, function_name, kind, parts_of, tool_names
 from .stream.decoder import StreamDecoder
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
 __all__ = ["Chunker", "accumulate"]
 
 BLOCKS = "blocks"  # the open message is a turn of blocks (``Format.turn_blocks``)
+HELD = "held"  # the open message is held (``frames.held``): sent whole at its end
 #: Delta channel of a block's text -> the OpenAI field it feeds (other blocks: calls, outputs,
 #: ChatML markup); ChatML's answer text has no channel
 _BLOCK_FIELDS = {"analysis": REASONING, "final": CONTENT, None: CONTENT}
@@ -69,14 +71,15 @@ class Chunker:
     id and the time of construction, the same in every chunk); ``index``: the choice index
     (``n > 1``, or a batch row); ``call_id_seed``: mixed into generated tool call ids, as
     in ``to_openai``; ``prompt_tokens``: for ``usage`` (default with ``prefill``: its
-    length).  Other keywords go to ``enc.decoder`` (``role``, ``prefill``, ``stop_strings``,
-    ``stop_ids``, ``strict``...).
+    length); ``tools``: the request's tools, each call checked against them as it completes
+    (``errors``: ``E-TOOL-UNKNOWN``, ``E-TOOL-ARGUMENTS``; the call is sent as generated).  Other
+    keywords go to ``enc.decoder`` (``role``, ``prefill``, ``stop_strings``, ``stop_ids``, ``strict``...).
     """
 
     def __init__(self, enc: Codec, *, role: str | None = "assistant", id: str | None = None,
                  created: int | None = None, model: str = "", index: int = 0, call_id_seed: str = "",
                  include_usage: bool = False, prompt_tokens: int | None = None, prefill: Any = None,
-                 **decoder_kw: Any) -> None:
+                 tools: Any = None, **decoder_kw: Any) -> None:
         for name, val in (("id", id), ("model", model), ("call_id_seed", call_id_seed)):
             if val is not None and not isinstance(val, str):
                 raise InputTypeError(f"{name} must be a string, got {type(val).__name__}", field=name)
@@ -90,7 +93,7 @@ class Chunker:
             prompt_tokens = len(self.decoder.prefill)
         if include_usage and prompt_tokens is None:
             raise InputError("include_usage=True needs prompt_tokens (the prompt's length)", field="prompt_tokens")
-        self.id = id if id is not None else "chatcmpl-" + uuid.uuid4().hex[:24]
+        self.id = id if id is not None else new_id()
         self.created = int(time.time()) if created is None else created
         self.model = model
         self.index = index
@@ -100,10 +103,14 @@ class Chunker:
         self._blocks = enc.format.turn_blocks
         self._turn = enc.format.turn_of  # a message as the OpenAI view reads it (ChatML turns)
         self._role = self.decoder.role
+        #: the request's tool names (``tools=``): each call is checked when it is complete
+        self._offered = None if tools is None else tool_names(tools)
         self._reset()
 
     def _reset(self) -> None:
         self._ids = CallIds(self.call_id_seed)
+        for m, _ in self.decoder.prefill_messages:  # to_openai's ids hash them first
+            self._ids.add(m)
         self._sent_role = False
         self._done = False
         self._kind: str | None = None      # the open message's OpenAI field (None: no place / none open)
@@ -111,6 +118,13 @@ class Chunker:
         self._counts = {CONTENT: 0, REASONING: 0}
         self._calls = 0
         self.completion_tokens = 0
+        #: calls that name a tool the request did not offer or whose arguments are not a JSON
+        #: object (``openai_message.call_errors``), as each call completes; the calls are sent as is
+        self.errors: list[Error] = []
+
+    def _check(self, m: Message) -> None:
+        if self._offered is not None:
+            self.errors += call_errors(self._calls - 1, function_name(m.recipient or ""), m.content, self._offered)
 
     def reset(self) -> None:
         """A new stream (same envelope): ``decoder.reset()`` and forget what was sent."""
@@ -137,20 +151,16 @@ class Chunker:
         return self._convert(self.decoder.finish(stop_reason, eos=eos), ended=True)
 
     def cancel(self, reason: str = "cancelled") -> list[dict[str, Any]]:
-        """End the stream on purpose: ``finish_reason`` ``abort`` (vLLM's name for it)."""
+        """End the stream on purpose: ``finish_reason`` ``stop`` (the openai client's types allow only
+        OpenAI's values; vLLM's ``abort`` is refused by them); ``decoder.status`` says ``cancelled``."""
         if self._done:
             return []
         return self._convert(self.decoder.cancel(reason), ended=True)
 
     # -- internals ------------------------------------------------------------------
     def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-        c: dict[str, Any] = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                             "model": self.model,
-                             "choices": [{"index": self.index, "delta": delta, "logprobs": None,
-                                          "finish_reason": finish_reason}]}
-        if self.include_usage:
-            c["usage"] = None
-        return c
+        return chunk(delta, id=self.id, created=self.created, model=self.model, index=self.index,
+                     finish_reason=finish_reason, include_usage=self.include_usage)
 
     def _convert(self, evs: Iterable[Event], ended: bool = False) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -161,7 +171,7 @@ class Chunker:
             t = type(ev)
             if t is Delta:
                 k = self._kind
-                if k is None or not ev.text:  # type: ignore[union-attr]
+                if k is None or k is HELD or not ev.text:  # type: ignore[union-attr]
                     continue
                 if k is BLOCKS:
                     self._block_delta(ev, out)  # type: ignore[arg-type]
@@ -174,6 +184,10 @@ class Chunker:
                 self._start(ev, out)  # type: ignore[arg-type]
             elif t is MessageEnd:
                 parts = parts_of(self._turn(ev.message, ev.reason, self._role))  # type: ignore[arg-type, union-attr]
+                if self._kind is HELD:
+                    self._held(ev.message, out)  # type: ignore[arg-type, union-attr]
+                elif self._kind is CALL:
+                    self._check(ev.message)  # type: ignore[arg-type, union-attr]
                 if parts is None:
                     self._ids.add(ev.message)  # type: ignore[arg-type, union-attr]
                 else:
@@ -184,10 +198,8 @@ class Chunker:
             reason = self.decoder.to_openai().finish_reason
             out.append(self._chunk({}, reason))
             if self.include_usage:
-                p, c = self.prompt_tokens or 0, self.completion_tokens
-                out.append({"id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                            "model": self.model, "choices": [],
-                            "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}})
+                out.append(chunk(None, id=self.id, created=self.created, model=self.model,
+                                 usage_of=usage(self.prompt_tokens or 0, self.completion_tokens)))
         return out
 
     # A turn of blocks (``Format.turn_blocks``: Apertus): thoughts and response text stream as
@@ -206,17 +218,32 @@ class Chunker:
     def _block_calls(self, parts: Sequence[Message], out: list[dict[str, Any]]) -> None:
         for m in parts:
             if kind(m.role, m.channel, m.recipient, m.intent) is CALL:
-                out.append(self._chunk({"tool_calls": [{"index": self._calls, "id": self._ids.id_for(m),
-                                                        "type": "function",
-                                                        "function": {"name": function_name(m.recipient or ""),
-                                                                     "arguments": m.content}}]}))
-                self._calls += 1
+                self._whole_call(m, out)
             self._ids.add(m)
+
+    def _whole_call(self, m: Message, out: list[dict[str, Any]]) -> None:
+        """A complete call sent in one delta (``id``, name and arguments), then checked."""
+        cid = m.call_id if m.call_id is not None else self._ids.id_for(m)
+        out.append(self._chunk({"tool_calls": [{"index": self._calls, "id": cid, "type": "function",
+                                                "function": {"name": function_name(m.recipient or ""),
+                                                             "arguments": m.content}}]}))
+        self._calls += 1
+        self._check(m)
 
     def _piece(self, k: str, text: str) -> dict[str, Any]:
         if k is CALL:
             return {"tool_calls": [{"index": self._calls - 1, "function": {"arguments": text}}]}
         return {k: text}
+
+    def _held(self, m: Message, out: list[dict[str, Any]]) -> None:
+        """A held message (``frames.held``: an unknown channel) ended: it goes where its final
+        reading puts it (``<|return|>`` made it the answer), sent whole."""
+        k = kind(m.role, m.channel, m.recipient, m.intent)
+        if k is CALL:
+            self._whole_call(m, out)
+        elif k is not None:
+            out.append(self._chunk({k: ("\n" if self._counts[k] else "") + m.content}))
+            self._counts[k] += 1
 
     def _start(self, ev: MessageStart, out: list[dict[str, Any]]) -> None:
         k = kind(ev.role, ev.channel, ev.recipient, ev.intent)
@@ -224,6 +251,9 @@ class Chunker:
         if k is not None and self._blocks:
             self._kind = BLOCKS
             self._channel = BLOCKS  # not a Delta channel: the turn's first text starts a part
+            return
+        if held(ev.channel):  # its field is known at its end (``_held``); its text comes whole then
+            self._kind = HELD
             return
         self._kind = k
         if k is CALL:

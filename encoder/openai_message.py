@@ -32,8 +32,10 @@ plus a ``finish_reason``.  ``project`` builds both from parsed messages, for eve
   stop token (``<|call|>``) right after a tool call, or on another stop token that ended a
   turn whose last part is a call (ChatML: ``...</tool_call><|im_end|>``); ``stop`` when it stopped on a stop
   token (``<|return|>``...), a stop string or a stop id; ``length`` when it did not stop
-  (no stop token: max tokens, truncated mid-message); ``abort`` when the stream was
-  cancelled (vLLM's name for it); None while a stream is still running.
+  (no stop token: max tokens, truncated mid-message); ``stop`` when the stream was
+  cancelled on purpose (OpenAI has no value for it: vLLM's ``abort`` fails the openai client's
+  types; the decoder's ``status`` is ``cancelled``); None while a stream is still running.
+  Only OpenAI's values (``FINISH_REASONS``, a subset of the client's ``finish_reason`` type).
 
 A turn of blocks (Apertus: one message whose ``structured`` holds thoughts, response, tool
 calls and tool outputs) counts as its parts (``expand``, ``Turn.openai_parts``): thoughts are
@@ -75,7 +77,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .errors import InputTypeError, UnrepresentableError
+from .errors import CallSchemaError, InputTypeError, UnrepresentableError
 from .events import Error
 from .messages import Message
 
@@ -85,12 +87,14 @@ if TYPE_CHECKING:
     from .codec import Codec
     from .formats.base import Format
 
-__all__ = ["CallIds", "ChatChoice", "FINISH_REASONS", "expand", "function_name", "kind", "parts_of", "project",
-           "read_turns", "to_openai", "tool_call_ids"]
+__all__ = ["CallIds", "ChatChoice", "FINISH_REASONS", "call_errors", "expand", "function_name", "kind", "parts_of",
+           "project", "read_turns", "to_openai", "tool_call_ids", "tool_names"]
 
 FUNCTIONS = "functions."
-#: finish reasons ``ChatChoice.finish_reason`` takes (None: the stream is still running)
-FINISH_REASONS = ("stop", "tool_calls", "length", "abort")
+#: finish reasons ``ChatChoice.finish_reason`` takes (None: the stream is still running): OpenAI's
+#: (``openai.types.chat.ChatCompletionChunk``'s ``finish_reason``; ``content_filter`` and the
+#: legacy ``function_call`` never come from a completion's ids)
+FINISH_REASONS = ("stop", "tool_calls", "length")
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,14 +178,15 @@ def kind(role: str, channel: str | None, recipient: str | None, intent: str | No
 
 def project(messages: Sequence[Message], ends: Sequence[str], *, stop: str | None, stops: Iterable[str],
             done: bool = True, call_id_seed: str = "", strict: bool = False,
-            errors: Sequence[Error] = ()) -> ChatChoice:
+            errors: Sequence[Error] = (), tools: Any = None) -> ChatChoice:
     """Parsed completion messages -> ``ChatChoice`` (see the module docstring).
 
     ``ends``: each message's end reason; ``stop``: how the completion ended (the reason of
     the stop control it ends with - ``return``, ``call``... -, ``stop_string``,
     ``stop_id`` or ``cancel``), or None when it did not stop; ``stops``: the reasons of the
     format's stop controls (``Format.stop_reasons(role).values()``); ``done``: False while
-    a stream is still running.
+    a stream is still running; ``tools``: the request's tools, each call checked against them
+    (``call_errors``).
     """
     if not isinstance(call_id_seed, str):
         raise InputTypeError(f"call_id_seed must be a string, got {type(call_id_seed).__name__}",
@@ -215,7 +220,44 @@ def project(messages: Sequence[Message], ends: Sequence[str], *, stop: str | Non
         msg["reasoning_content"] = "\n".join(reasoning)
     if calls:
         msg["tool_calls"] = calls
+    if tools is not None:
+        offered = tool_names(tools)
+        for n, c in enumerate(calls):
+            errs += call_errors(n, c["function"]["name"], c["function"]["arguments"], offered, strict)
     return ChatChoice(msg, _finish(messages, ends, stop, frozenset(stops), done), tuple(errs))
+
+
+def tool_names(tools: Any) -> frozenset[str]:
+    """The function names a request offers: its ``tools`` (OpenAI-wrapped or bare definitions, the
+    shapes ``render`` reads: ``adapters.options.tool_def``)."""
+    from .adapters.options import tool_def
+
+    if isinstance(tools, (str, bytes)) or not isinstance(tools, Sequence):
+        raise InputTypeError(f"tools must be the request's list of tool definitions, got {type(tools).__name__}",
+                             field="tools")
+    return frozenset(tool_def(t, i)["name"] for i, t in enumerate(tools))
+
+
+def call_errors(k: int, name: str, arguments: str, offered: frozenset[str], strict: bool = False) -> list[Error]:
+    """What is wrong with tool call ``k`` against the request's tools (``tool_names``): a name the
+    request did not offer (``E-TOOL-UNKNOWN``), arguments that are not a JSON object
+    (``E-TOOL-ARGUMENTS``, the text in ``Error.text``).  The call itself is kept by the caller;
+    ``strict``: ``CallSchemaError`` instead."""
+    out: list[Error] = []
+    if name not in offered:
+        out.append(Error("E-TOOL-UNKNOWN", f"tool call {k} names {name!r}, which the request's tools do not offer"
+                         f" ({', '.join(sorted(offered)) or 'none'})", None))
+    try:
+        ok = isinstance(json.loads(arguments), dict)
+    except ValueError:
+        ok = False
+    if not ok:
+        out.append(Error("E-TOOL-ARGUMENTS", f"tool call {k} ({name}): arguments are not a JSON object", None,
+                         arguments))
+    if out and strict:
+        raise CallSchemaError(out[0].message, code=out[0].code, index=k, field="tool_calls",
+                              hint="the model's call is kept in lenient mode (strict=False), with these errors")
+    return out
 
 
 def parts_of(m: Message) -> tuple[Message, ...] | None:
@@ -247,7 +289,7 @@ def _finish(messages: Sequence[Message], ends: Sequence[str], stop: str | None, 
     if not done:
         return None
     if stop == "cancel":
-        return "abort"
+        return "stop"  # cancelled on purpose (see FINISH_REASONS)
     if stop == "call" and messages and ends and ends[-1] == "call" and messages[-1].is_tool_call:
         return "tool_calls"
     if stop in stops and messages and ends and ends[-1] != "truncated" and messages[-1].is_tool_call:
@@ -258,16 +300,21 @@ def _finish(messages: Sequence[Message], ends: Sequence[str], stop: str | None, 
 
 
 def to_openai(enc: Codec, ids: Sequence[int] | np.ndarray, *, role: str | None = "assistant",
-              strict: bool = False, call_id_seed: str = "") -> ChatChoice:
+              strict: bool = False, call_id_seed: str = "", tools: Any = None) -> ChatChoice:
     """Completion ids (after the ``<|start|>ROLE`` prefill; ``role=None`` when they start with
-    ``<|start|>``) -> ``ChatChoice``.  Lenient: parse errors are in ``ChatChoice.errors``."""
+    ``<|start|>``) -> ``ChatChoice``.  Lenient: parse errors are in ``ChatChoice.errors``.
+
+    ``tools``: the request's tools: calls naming another tool or with arguments that are not a
+    JSON object are reported (``call_errors``; kept in the message).  Every id is read; to read
+    only up to the turn's first stop (a batch row that went on generating after it), pass
+    ``ids[:ocml.encoder.stops.first_stop(enc, ids)]`` (``Encoder.to_openai(until_stop=True)``)."""
     from .parse import parse_ids
 
     res = parse_ids(enc, ids, strict=strict, role=role, detailed=True)
     stops = enc.format.stop_reasons(role)  # control -> reason, for the controls a sampler stops on
     return project(read_turns(enc.format, res.messages, res.ends, role), res.ends,
                    stop=stops.get(res.last_control or ""), stops=stops.values(),
-                   call_id_seed=call_id_seed, strict=strict, errors=res.errors)
+                   call_id_seed=call_id_seed, strict=strict, errors=res.errors, tools=tools)
 
 
 def read_turns(fmt: Format, messages: Sequence[Message], ends: Sequence[str], role: str | None) -> list[Message]:

@@ -64,6 +64,9 @@ class ParseResult:
     errors: list[Error] = field(default_factory=list)
     #: the control the ids end with (only whitespace after it; e.g. ``<|return|>``), or None
     last_control: str | None = None
+    #: fallback mode: the text of the last token after a stop control spelled in it (o200k's
+    #: ``><`` after ``<|call|>``): past the end of the turn, not read (``Stop.rest`` in a stream)
+    tail: str = ""
 
     @property
     def ok(self) -> bool:
@@ -165,19 +168,23 @@ class TextSplitter:
         return router.literal
 
     def route(self, data: bytes, router: AtomRouter, position: int,
-              locate: Callable[[int], int] | None = None) -> None:
+              locate: Callable[[int], int] | None = None, stop_at: tuple[frozenset[str], int] | None = None) -> bytes:
         """Split ``data`` and hand the pieces to ``router`` (its ``literal`` state is the splitter's).
 
         ``position``: the token index of ``data``'s first byte; ``locate``: byte offset in
         ``data`` -> token index (None: every piece is at ``position``).  Consecutive text
         pieces (text and escapes) are one run, decoded together and given at the token of
         its first byte; a control is at the token of its last byte (as the stream decoder
-        says: its scanner emits the same runs)."""
+        says: its scanner emits the same runs).
+
+        ``stop_at``: (stop controls, last token index): a stop control whose last byte is in
+        that token ends the input; the bytes after it are returned, not routed (the stop
+        token's tail, ``ParseResult.tail``).  Otherwise returns ``b""``."""
         fm = router.fm
         if not router.literal and (self.normal is None or b"<" not in data):
             if data:
                 fm.text(data.decode("utf-8", "replace"), position)
-            return
+            return b""
         pieces, _ = self.pieces(data, router.literal)
         run: list[bytes] = []
         run_pos = position
@@ -190,9 +197,12 @@ class TextSplitter:
             if run:
                 fm.text(b"".join(run).decode("utf-8", "replace"), run_pos)
                 run.clear()
-            router.control(name, locate(off + len(name) - 1) if locate is not None else position)
+            at = locate(off + len(name) - 1) if locate is not None else position
+            if router.control(name, at) and stop_at is not None and at == stop_at[1] and name in stop_at[0]:
+                return data[off + len(name):]
         if run:
             fm.text(b"".join(run).decode("utf-8", "replace"), run_pos)
+        return b""
 
 
 class IdParser:
@@ -245,6 +255,7 @@ class IdParser:
         lo = int(nz[0])
         self.lo: int | None = lo if bool(np.all(kind[lo:] != 0)) else None
         self.splitter = TextSplitter(lx.text_controls)
+        self.lexicon = lx
 
     def _clipped(self, ids: Any) -> tuple[np.ndarray, Any]:
         """-> (ids with anything outside the vocabulary set to ``nv``, ids indexable for messages)."""
@@ -272,7 +283,8 @@ class IdParser:
             a = a.astype(np.int64, copy=False)
         return np.where((a >= 0) & (a < nv), a, nv), a
 
-    def feed_atoms(self, ids: Any, fm: FrameMachine) -> None:
+    def feed_atoms(self, ids: Any, fm: FrameMachine, stops: frozenset[str] = frozenset()) -> bytes:
+        """Read ``ids`` into ``fm`` and finish it; returns the stop token's tail (see ``parse_ids``)."""
         arr, orig = self._clipped(ids)
         n = arr.shape[0]
         if self.lo is not None:
@@ -319,9 +331,18 @@ class IdParser:
                 router.control(names[k], c)
             else:
                 router.special(names[k], c)
+        tail = b""
         if total > bprev:
-            route_text(data[bprev:] if bprev else data, router, prev, loc)
+            last = data[bprev:] if bprev else data
+            tail = route_text(last, router, prev, loc, (stops, n - 1) if stops else None)
+            # (no stops: a caller that is no frame machine, e.g. fill-in-the-middle's collector)
+            k = self.lexicon.partial_control(last) if stops and not tail and not router.literal \
+                and fm.open_content else 0
+            if k:  # a control cut by the end (``Answer<|ret``): out of the message, as the stream does
+                fm.finish(n, fm.cut_content(k))
+                return tail
         fm.finish(n)
+        return tail
 
 
 def parser_for(enc: Codec) -> IdParser:
@@ -342,11 +363,17 @@ def parse_ids(enc: Codec, ids: Sequence[int] | np.ndarray, *, strict: bool = Fal
 
 def parse_ids(enc: Codec, ids: Sequence[int] | np.ndarray, *, strict: bool = False,
               role: str | None = None, detailed: bool = False) -> list[Message] | ParseResult:
-    """ids -> messages (``detailed``: a ``ParseResult``).  ``role``: the prefilled ``<|start|>ROLE``."""
+    """ids -> messages (``detailed``: a ``ParseResult``).  ``role``: the prefilled ``<|start|>ROLE``.
+
+    Where the ids end matters (fallback mode, controls spelled as text, as the stream decoder
+    reads them): a stop control of ``role`` (``Format.stop_reasons``) whose spelling ends inside
+    the last token ends the input there (the token's tail is past the stop: ``ParseResult.tail``),
+    and a control cut by the end inside a message (``Answer<|ret``) is left out of it
+    (``E-STREAM-TRUNCATED``'s text)."""
     role = prefill_role(enc.format, role)
     p = parser_for(enc)
     fm = enc.format.frame_machine(strict=strict, role=role, markers=p.markers)
-    p.feed_atoms(ids, fm)
+    tail = p.feed_atoms(ids, fm, frozenset(enc.format.stop_reasons(role)))
     if detailed:
-        return ParseResult(fm.messages, fm.ends, fm.errors, fm.last_control)
+        return ParseResult(fm.messages, fm.ends, fm.errors, fm.last_control, tail.decode("utf-8", "replace"))
     return fm.messages

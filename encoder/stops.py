@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Any
 from ocml.vocab import Tokenizer, UnknownNameError, canonical_format
 from ocml.vocab.errors import expect
 
-from .errors import InputError, InputTypeError
+from .errors import InputError, InputTypeError, StreamError
 from .stream.engine_stop import EngineStop, engine_stop  # how a stripped stop ends a stream: beside the decoder
 from .grammar.terminators import terminators_of
 
 if TYPE_CHECKING:
     from .codec import Codec
 
-__all__ = ["EngineStop", "engine_stop", "hf_stopping_criteria", "hf_streamer", "stop_ids", "stop_strings", "stop_tokens",
+__all__ = ["EngineStop", "engine_stop", "first_stop", "hf_stopping_criteria", "hf_streamer", "stop_ids", "stop_strings", "stop_tokens",
            "vllm_sampling_kwargs"]
 
 def _tokenizer(enc: Codec | str, tokenizer: Tokenizer | None) -> Tokenizer:
@@ -83,6 +83,20 @@ def stop_strings(enc: Codec | str, mode: str = "assistant", tokenizer: Tokenizer
     """Text spellings of the stop controls that are **not** registered (fallback mode)."""
     tok = _tokenizer(enc, tokenizer)
     return [n for n in stop_tokens(enc, mode) if tok.control_id(n) is None]
+
+
+def first_stop(enc: Codec, ids: Any, role: str | None = "assistant") -> int:
+    """How many of ``ids`` the turn has: up to and including the token of its first stop (the
+    format's stop controls for ``role``, by id or, in fallback mode, spelled in the text), or
+    ``len(ids)`` when it never stops.  Read as the stream decoder reads them, so
+    ``enc.to_openai(ids[:first_stop(enc, ids)])`` is the stream's message for a batch row that
+    went on generating after its stop (``enc.to_openai(ids, until_stop=True)`` does that)."""
+    from .events import Stop
+    from .stream.decoder import StreamDecoder
+
+    dec = StreamDecoder(_encoder(enc), role=role)
+    stop = next((e for e in dec.feed(ids) if isinstance(e, Stop)), None)
+    return len(ids) if stop is None else stop.position + 1
 
 
 def vllm_sampling_kwargs(enc: Codec | str, mode: str = "assistant",
@@ -189,6 +203,15 @@ def hf_stopping_criteria(enc: Codec | str, mode: str = "assistant", tokenizer: T
 _END = object()
 
 
+class _Failure:
+    """An exception raised in ``generate()``'s thread, queued for the consumer (``OcmlStreamer``)."""
+
+    __slots__ = ("exc",)
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
 def _make_streamer_class(base: type) -> type:
     class OcmlStreamer(base):
         """A ``generate(streamer=...)`` streamer that reads the ids with ocml's decoder (see ``hf_streamer``)."""
@@ -216,12 +239,52 @@ def _make_streamer_class(base: type) -> type:
             self.prefill = prefill
             self.timeout = timeout
             self.chunker_kw = chunker_kw
+            self._probe()  # every argument checked here, in the caller's thread, not in generate()'s
             self.queue: queue.Queue[Any] = queue.Queue()
             self.streams: list[Any] = []   # one Chunker (chunks) or StreamDecoder (events) per row
             self._prompt_seen = False
+            self._failed = False
+
+        def _probe(self) -> None:
+            """Build one stream with the arguments given (``include_usage`` without ``prompt_tokens``:
+            the prompt's length, known at the first ``put``)."""
+            from .openai_chunks import Chunker
+            from .stream.decoder import StreamDecoder
+
+            if self.output == "chunks":
+                kw = dict(self.chunker_kw)
+                kw.setdefault("prompt_tokens", 0)
+                Chunker(self.enc, role=self.role, **kw)
+            else:
+                StreamDecoder(self.enc, role=self.role, **self.chunker_kw)
 
         # -- BaseStreamer ----------------------------------------------------------------
+        # generate() calls put / end in its own thread: an exception there would end that thread
+        # and leave the consumer waiting forever, so it is also queued and re-raised by __next__.
         def put(self, value: Any) -> None:
+            try:
+                self._put(value)
+            except BaseException as exc:
+                self._fail(exc)
+                raise
+
+        def end(self) -> None:
+            try:
+                for r, s in enumerate(self.streams):
+                    self._send(r, s.finish())
+            except BaseException as exc:
+                self._fail(exc)
+                raise
+            self.queue.put(_END)
+
+        def _fail(self, exc: BaseException) -> None:
+            self._failed = True
+            self.queue.put(_Failure(exc))
+
+        def _put(self, value: Any) -> None:
+            if self._failed:
+                raise StreamError("the streamer failed earlier; its error was given to the consumer",
+                                  hint="start a new generate() with a new streamer")
             rows = value.tolist() if hasattr(value, "tolist") else list(value)
             if not self._prompt_seen:  # generate() sends the prompt first: [batch, prompt_len]
                 self._prompt_seen = True
@@ -234,11 +297,6 @@ def _make_streamer_class(base: type) -> type:
             for r, ids in enumerate(rows):
                 self._send(r, self.streams[r].feed(ids if isinstance(ids, list) else [ids]))
 
-        def end(self) -> None:
-            for r, s in enumerate(self.streams):
-                self._send(r, s.finish())
-            self.queue.put(_END)
-
         # -- iteration, like TextIteratorStreamer ---------------------------------------------
         def __iter__(self) -> OcmlStreamer:
             return self
@@ -247,6 +305,9 @@ def _make_streamer_class(base: type) -> type:
             item = self.queue.get(timeout=self.timeout)
             if item is _END:
                 raise StopIteration
+            if type(item) is _Failure:
+                self.queue.put(_END)  # raised once; then the iteration is over
+                raise item.exc
             return item
 
         # -- internals -------------------------------------------------------------------
@@ -261,6 +322,8 @@ def _make_streamer_class(base: type) -> type:
             for r, prompt in enumerate(prompts):
                 kw: dict[str, Any] = {"prefill": prompt} if self.prefill else {"role": self.role}
                 if self.output == "chunks":
+                    if self.chunker_kw.get("include_usage") and "prompt_tokens" not in self.chunker_kw:
+                        kw["prompt_tokens"] = len(prompt)  # the prompt generate() sent (pad ids included)
                     self.streams.append(Chunker(self.enc, index=r, **kw, **self.chunker_kw))
                 else:
                     self.streams.append(StreamDecoder(self.enc, **kw, **self.chunker_kw))
@@ -291,6 +354,10 @@ def hf_streamer(enc: Codec, *, output: str = "chunks", role: str | None = "assis
     the chunker), the last one with ``finish_reason``; ``output="events"`` yields the
     decoder's events (one sequence).  Ids after a row's stop (``generate`` pads finished
     rows) are ignored.  ``timeout``: seconds ``next()`` waits (``queue.Empty`` after it).
+    Arguments are checked here (the chunker's / decoder's, by building one); an error inside
+    ``generate()``'s thread (``put`` / ``end``) is raised there and also by the consumer's ``next()``,
+    which never waits for ever on a streamer that failed.  ``include_usage=True`` without
+    ``prompt_tokens``: each row's prompt length as ``generate()`` sent it.
     A subclass of ``transformers.generation.streamers.BaseStreamer`` when transformers is
     installed (no torch needed to build it).
     """

@@ -387,9 +387,11 @@ def test_fallback_split_control_near_misses(encs):
     text = "<|channel|>final<|message|><|<|en<|starts|><|START|><|sta"
     ids = byte_ids(enc, text.encode())
     ev = check_stream(enc, ids, role="assistant")
-    assert msgs(ev)[0].content == "<|<|en<|starts|><|START|><|sta"
+    # the partial control at the end ("<|sta": max tokens cut a control) is left out of the
+    # content and given as the text of E-STREAM-TRUNCATED (parse agrees)
+    assert msgs(ev)[0].content == "<|<|en<|starts|><|START|>"
     assert msgs(ev)[0].content == enc.parse(ids, role="assistant")[0].content
-    assert [e.code for e in ev if type(e) is Error] == ["E-STREAM-TRUNCATED"]
+    assert [(e.code, e.text) for e in ev if type(e) is Error] == [("E-STREAM-TRUNCATED", "<|sta")]
     # holdback is minimal: "<|sta" + "rtle" is released on the second token
     dec = enc.decoder(role="assistant")
     dec.feed(enc.tokenizer.encode_text("<|channel|>final<|message|>x"))

@@ -76,9 +76,10 @@ def test_special_id_in_a_literal_block_is_an_error_in_both(mode):
     assert codes == [(e.code, e.position) for e in res.errors] == [("E-PARSE-STRAY-CONTROL", ids.index(eot))]
 
 
-def test_rest_of_a_stop_token_is_read_not_dropped():
-    """Fallback mode: "<|return|>" can end inside a token (``>\\n//``); the stream stops there
-    and reads the token's tail as parse does (text between messages: reported, not lost)."""
+def test_rest_of_a_stop_token_is_past_the_stop():
+    """Fallback mode: "<|return|>" can end inside a token (``>\\n//``); the stream stops there.
+    The token's tail is past the end of the turn (the sampler stopped on that token): not read,
+    given in ``Stop.rest`` and ``ParseResult.tail``; parse of the ids up to the stop agrees."""
     enc = A.encoder_for("harmony", "fallback")
     tok = enc.tokenizer
     ids = tok.encode_text("<|channel|>final<|message|>Hi<|return|>\n// tail")
@@ -94,7 +95,8 @@ def test_rest_of_a_stop_token_is_read_not_dropped():
     assert res.messages[0].content == "Hi"
     assert [(e.code, e.position, e.text) for e in ev if type(e) is Error] == \
         [(e.code, e.position, e.text) for e in res.errors]
-    assert [(e.code, e.text) for e in res.errors] == [("E-PARSE-STRAY-TEXT", tail)]
+    assert res.errors == [] and res.tail == stop.rest == tail
+    assert enc.to_openai(ids[:k + 1]).finish_reason == "stop"
     assert "".join(e.text for e in ev if type(e) is Delta and e.visible) == "Hi"
 
 

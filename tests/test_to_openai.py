@@ -191,7 +191,7 @@ def test_finish_reasons(encs, mode):
     dec = enc.decoder(role="assistant")
     dec.feed(fin)
     dec.cancel()
-    assert dec.to_openai().finish_reason == "abort" and dec.to_openai().message["content"] == "Hi"
+    assert dec.to_openai().finish_reason == "stop" and dec.to_openai().message["content"] == "Hi"
     eot = enc.tokenizer.control_id("<|endoftext|>")
     dec = enc.decoder(role="assistant", stop_ids=[eot])
     dec.feed(fin + [eot])

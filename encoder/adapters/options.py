@@ -19,13 +19,23 @@ RECORD_OPTIONS = ("reasoning_effort", "date", "conversation_start_date", "knowle
 STRING_OPTIONS = tuple(k for k in RECORD_OPTIONS if k not in ("reasoning_effort", "builtin_tools"))
 #: every conversation option: the one list (``{"messages": [...], **options}``)
 OPTION_KEYS = frozenset({"tools", *RECORD_OPTIONS, "functions"})
+#: The fields of a Chat Completions request body (``openai.types.chat.CompletionCreateParams``,
+#: openai 3.57, plus ``stream``) that say nothing about the rendered prompt: sampling, transport,
+#: output and account fields.  ``render`` takes a request body as the client sends it and ignores
+#: them; ``messages``, ``tools`` / ``functions`` and ``reasoning_effort`` are read.  ``tool_choice``
+#: is ignored too: no format's prompt writes it (``tests/test_request_body.py`` ties the list to the
+#: installed openai package).
+REQUEST_FIELDS = ("audio", "frequency_penalty", "function_call", "logit_bias", "logprobs", "max_completion_tokens",
+                  "max_tokens", "metadata", "modalities", "model", "moderation", "n", "parallel_tool_calls",
+                  "prediction", "presence_penalty", "prompt_cache_key", "prompt_cache_options",
+                  "prompt_cache_retention", "response_format", "safety_identifier", "seed", "service_tier", "stop",
+                  "store", "stream", "stream_options", "temperature", "tool_choice", "top_logprobs", "top_p", "user",
+                  "verbosity", "web_search_options")
 # Conversation-level keys that say nothing about rendering: record metadata and the request
-# parameters of a Chat Completions call.  Any other unknown key is an error (a typo such as
-# ``reasoning_efort`` must not silently render the default).
+# fields above.  Any other unknown key is an error (a typo such as ``reasoning_efort`` must not
+# silently render the default; nor a server's own extension such as vLLM's ``top_k``).
 IGNORED_OPTIONS = frozenset({"id", "metadata", "source", "dataset", "split", "uuid", "created_at", "timestamp",
-                             "model", "tool_choice", "parallel_tool_calls", "temperature", "top_p", "max_tokens",
-                             "max_completion_tokens", "stream", "n", "stop", "seed", "user", "response_format",
-                             "function_call"})
+                             *REQUEST_FIELDS})
 
 
 #: every key a conversation dict may carry (the fast check; ``read_options`` names an unknown one)

@@ -152,7 +152,11 @@ class ApertusMachine(FrameMachine):
         else:
             super().close(reason, position)
 
-    def finish(self, position: int) -> None:
+    @property
+    def open_content(self) -> bool:
+        return self.in_message and (not self._turn or self._mode == "text")
+
+    def finish(self, position: int, partial: str = "") -> None:
         if self._turn and self._mode in ("after_call", "outputs"):
             # The ids end after <|tools_suffix|>: the generated turn ended at its call (the
             # stream decoder stops there), so the turn so far ends with reason "call".  Tool
@@ -169,7 +173,7 @@ class ApertusMachine(FrameMachine):
             self.error("E-STREAM-TRUNCATED", "the stream ended inside a tool call or its outputs", position)
             self._close_turn("truncated", position)
             return
-        super().finish(position)
+        super().finish(position, partial)
 
     def text(self, s: str, position: int) -> None:
         if not s:

@@ -101,8 +101,13 @@ def parse_header(text: str, *, harmony: bool, role: str | None = None, position:
                 h.constrain = parts[0]
                 _attrs(parts[1:], h, bare, bad)
     for word in bare:
-        # Harmony: a bare word is the content type (" code"); alone and unknown it is a recipient.
-        if harmony and h.recipient is None and word not in _KNOWN_CTYPES and h.content_type is None and len(bare) == 1:
+        # Harmony: a bare word is the content type (" code"); alone and unknown it is a recipient
+        # (openai-harmony's reading), except on the final channel: the answer is addressed to the
+        # user, a recipient is written "to=NAME" (Harmony spec), and vLLM's gpt-oss path reads
+        # a final message as content whatever follows the channel.  So "final answer" is the
+        # answer (content type "answer"), never a call ended by <|return|>.
+        if harmony and h.recipient is None and word not in _KNOWN_CTYPES and h.content_type is None \
+                and len(bare) == 1 and h.channel != "final":
             h.recipient = word
         elif h.content_type is None:
             h.content_type = word

@@ -203,6 +203,9 @@ class StreamDecoder:
         self._buf: list[str] = []      # text outside content, up to the next boundary
         self._buf_pos = 0
         self._router = AtomRouter(self.fm, self._literal_text)  # the atoms' meaning, shared with parse
+        #: with ``prefill``: the assistant messages of the open turn the prompt completed, with
+        #: their end reasons (``to_openai`` starts with them)
+        self.prefill_messages: tuple[tuple[Message, str], ...] = ()
         if self.prefill:  # read the prompt, no stop firing; keep only the open message (encoder.prefill)
             stopping, strings, ids = self._stopping, self.stop_strings, self.stop_ids
             self._stopping, self.stop_strings, self.stop_ids = {}, (), frozenset()
@@ -213,6 +216,12 @@ class StreamDecoder:
             finally:
                 self._stopping, self.stop_strings, self.stop_ids = stopping, strings, ids
             fm = self.fm
+            # the turn's messages the prompt completed (an analysis message before the open answer):
+            # part of the assistant message to_openai() gives, not events of this stream
+            j = len(fm.messages)
+            while j and fm.messages[j - 1].role == "assistant":
+                j -= 1
+            self.prefill_messages = tuple(zip(fm.messages[j:], fm.ends[j:]))
             del fm.messages[:], fm.ends[:], fm.errors[:], self._out[:]
             k = max((j for j, e in enumerate(evs) if type(e) is MessageStart), default=-1)
             if k >= 0 and not any(type(e) is MessageEnd for e in evs[k:]):
@@ -357,7 +366,7 @@ class StreamDecoder:
         if self._done:
             return []
         if stop_reason is None and not eos:
-            return self._close_stream(self._end_stream)
+            return self._close_stream(self._end_stream, cut=True)
         fm = self.fm
         h = getattr(fm, "_h", None)  # the open message's header (a call?)
         in_call = fm.state == "calls" or (fm.state == "content" and h is not None
@@ -365,6 +374,8 @@ class StreamDecoder:
         es = engine_stop(self.enc, stop_reason, eos=eos, stop_controls=self._stopping, in_call=in_call)
         out: list[Event] = []
         if es.ids:
+            if len(es.ids) > 1 or es.ids[0] not in self._names:
+                self._drop_started(self.enc.tokenizer.decode_bytes(list(es.ids)))
             out = self.feed(list(es.ids))  # the stripped control, as the model generated it
             if self._done:  # a stop control (<|return|>, <|call|>...): it stopped as in-stream
                 return out
@@ -382,6 +393,16 @@ class StreamDecoder:
             self._stop("stop_string" if es.string is not None else "stop_id", token, end, end)
 
         return out + self._close_stream(stop)
+
+    def _drop_started(self, spelled: bytes) -> None:
+        """A stripped control spelled as text (fallback): the engine may have kept the tokens
+        that began it (``<|call|`` then ``>``, the stripped last token, in ``<|call|><|start|>``'s
+        ``><``); what the scanner holds of its beginning is dropped, the whole spelling is fed."""
+        sc = self.scanner
+        pend = sc.pending
+        k = next((j for j in range(min(len(pend), len(spelled) - 1), 0, -1) if pend.endswith(spelled[:j])), 0)
+        if k:
+            sc.drop_pending(k)
 
     def cancel(self, reason: str = "cancelled") -> list[Event]:
         """End the stream on purpose (the client went away, the user pressed stop).
@@ -404,15 +425,28 @@ class StreamDecoder:
 
         return self._close_stream(stop)
 
-    def _close_stream(self, close: Callable[[int], None]) -> list[Event]:
-        """``finish``/``cancel``: flush held bytes, then ``close(end)`` unless a stop came first."""
+    def _close_stream(self, close: Callable[[int], None], cut: bool = False) -> list[Event]:
+        """``finish``/``cancel``: flush held bytes, then ``close(end)`` unless a stop came first.
+
+        ``cut`` (a plain ``finish()``: max tokens): held bytes that could still have become a
+        control (``Answer<|ret``) are left out of the open message and given as the text of
+        its ``E-STREAM-TRUNCATED`` (``Lexicon.partial_control``; parse does the same)."""
         end = self.scanner.index
         self._ft = None
+        sc = self.scanner
+        partial = ""
+        if cut and self.fm.open_content and not sc.literal:
+            k = self.enc.lexicon.partial_control(sc.pending)
+            if k:
+                partial = sc.drop_pending(k).decode("utf-8", "replace")
         try:
-            self._atoms(self.scanner.finish(), end)
+            self._atoms(sc.finish(), end)
             if self.stopped is None:
                 self._flush()
-                close(end)
+                if partial:
+                    self._end_stream(end, partial)
+                else:
+                    close(end)
         finally:  # strict mode raises from here: the stream is over either way
             self.finished = True
             self._done = True
@@ -421,18 +455,22 @@ class StreamDecoder:
         out.clear()
         return res
 
-    def to_openai(self, call_id_seed: str = "") -> ChatChoice:
+    def to_openai(self, call_id_seed: str = "", tools: object = None) -> ChatChoice:
         """The messages so far as an OpenAI Chat Completions choice (``Encoder.to_openai``):
-        ``finish_reason`` is None while the stream runs, ``abort`` after ``cancel()``; tool
-        call ids are the ones ``enc.to_openai`` gives the same completion."""
+        ``finish_reason`` is None while the stream runs, ``stop`` after ``cancel()``; tool
+        call ids are the ones ``enc.to_openai`` gives the same completion; ``tools``: as there."""
         from ..openai_message import project, read_turns
 
         st = self.stopped
         fm = self.fm
         stop = st.reason if st is not None and st.reason in ("stop_string", "stop_id", "cancel") \
             else self._stopping.get(fm.last_control or "")
-        return project(read_turns(self.enc.format, fm.messages, fm.ends, self.role), fm.ends, stop=stop, stops=self._stopping.values(), done=self._done,
-                       call_id_seed=call_id_seed, errors=fm.errors)
+        pre = self.prefill_messages
+        msgs, ends = ([m for m, _ in pre] + fm.messages, [e for _, e in pre] + fm.ends) if pre \
+            else (fm.messages, fm.ends)
+        return project(read_turns(self.enc.format, msgs, ends, self.role), ends, stop=stop,
+                       stops=self._stopping.values(), done=self._done, call_id_seed=call_id_seed,
+                       errors=fm.errors, tools=tools)
 
     # -- internals ------------------------------------------------------------
     def _atoms(self, atoms: list, end: int | None) -> None:
@@ -504,11 +542,9 @@ class StreamDecoder:
         generated text is dropped without a trace."""
         i = a.token_index
         fm = self.fm
-        if a.rest:
-            fm.text(a.rest.decode("utf-8", "replace"), i)
         if fm.state != "expect_start" or fm.has_pending_text:
             self._end_stream(i + 1)
-        self._stop(reason, a.name, i, end)
+        self._stop(reason, a.name, i, end, a.rest.decode("utf-8", "replace"))
 
     def _content(self, s: str, pos: int) -> None:
         """Text inside the open message's content (``FrameMachine.lean``: through ``add_content``)."""
@@ -541,26 +577,27 @@ class StreamDecoder:
             self._buf.clear()
             self.fm.text(s, self._buf_pos)
 
-    def _end_stream(self, pos: int) -> None:
-        """The stream ends here: the frame machine truncates an open message (E-STREAM-TRUNCATED)."""
+    def _end_stream(self, pos: int, partial: str = "") -> None:
+        """The stream ends here: the frame machine truncates an open message (E-STREAM-TRUNCATED;
+        ``partial``: a control cut by the end, left out of the message)."""
         self._flush()
         fm = self.fm
         n = len(fm.errors)
         try:
-            fm.finish(pos)
+            fm.finish(pos, partial)
         except ParseError:  # strict: the caller gets the exception, status still says why
             self._truncated = True
             self._done = True
             raise
         self._truncated = any(e.code == "E-STREAM-TRUNCATED" for e in fm.errors[n:])
 
-    def _stop(self, reason: str, token: str | None, pos: int, end: int | None) -> None:
+    def _stop(self, reason: str, token: str | None, pos: int, end: int | None, rest: str = "") -> None:
         self._ft = None
         self._flush()
         if end is None:
             end = self.scanner.index
         self._done = True
-        ev = Stop(reason, token, pos, max(end - pos - 1, 0))
+        ev = Stop(reason, token, pos, max(end - pos - 1, 0), rest)
         self.stopped = ev
         self._out.append(ev)
 

@@ -11,12 +11,16 @@ disagree on what a control is:
 * ``text_controls``: the format's controls the tokenizer has no id for (fallback mode):
   recognised in the decoded bytes, ``"<" + control`` being the escape;
 * ``literal``: the literal block controls (OpenChatML 2.2 §16.4) if the format has them;
-* ``run_prefix``: bytes the tokenizer puts before every text run (SentencePiece), not content.
+* ``run_prefix``: bytes the tokenizer puts before every text run (SentencePiece), not content;
+* ``partial_control(data)``: how many bytes at the end of ``data`` could still become a text
+  control or its escape (``Answer<|ret`` -> 5): what a stream cut by its length leaves out of
+  the message (``E-STREAM-TRUNCATED``'s text), in parse and in the stream alike.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from .route import LITERAL_CLOSE, LITERAL_OPEN
@@ -38,10 +42,29 @@ class Lexicon:
     run_prefix: bytes
     n_vocab: int
 
+    def partial_control(self, data: bytes) -> int:
+        """Length of the longest suffix of ``data`` that is a proper prefix of a text control's
+        spelling or of its escape (``"<" + control``); 0 without text controls."""
+        prefixes = _prefixes(self.text_controls)
+        for k in range(min(len(data), _longest(self.text_controls)), 0, -1):
+            if data[-k:] in prefixes:
+                return k
+        return 0
+
     @property
     def names(self) -> frozenset[str]:
         """The format's control and marker names that are ids in this tokenizer."""
         return frozenset(self.control_ids.values())
+
+
+@lru_cache(maxsize=64)
+def _prefixes(text_controls: tuple[str, ...]) -> frozenset[bytes]:
+    pats = [c.encode() for c in text_controls] + [b"<" + c.encode() for c in text_controls]
+    return frozenset(p[:k] for p in pats for k in range(1, len(p)))
+
+
+def _longest(text_controls: tuple[str, ...]) -> int:
+    return max((len(c.encode()) for c in text_controls), default=0)
 
 
 def build_lexicon(format: Format, tokenizer: Tokenizer) -> Lexicon:

@@ -219,6 +219,18 @@ class Scanner:
         self.reset()
         return atoms
 
+    def drop_pending(self, k: int) -> bytes:
+        """Remove and return the last ``k`` held bytes (``k`` <= the AC holdback, ``len`` of the
+        held pattern prefix): a partial control at the end of a stream cut by its length."""
+        if not 0 < k <= len(self._pend) or self._state < 0:
+            raise ValueError(f"cannot drop {k} of {len(self._pend)} held bytes")
+        out, rest, tok0 = self._pend[-k:], self._pend[:-k], self._pend_tok0
+        self._pend = b""
+        self._state = 0
+        if rest:  # what stays held is scanned again from the root (it holds no whole pattern)
+            self._scan(rest, tok0, [])
+        return out
+
     def set_literal(self, on: bool) -> list[Atom]:
         """Switch literal mode by hand (for ``auto_literal=False``).
 
