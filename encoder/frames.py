@@ -261,6 +261,14 @@ class FrameMachine:
         if name == "<|message|>":
             self._open(position)
         elif name in HEADER_INNER:
+            if name == _CHANNEL and not self._header and self._prefill is None and self.start == "<|start|>":
+                # "<|start|><|channel|>final<|message|>...": a header without its role, read as the
+                # message whose "<|start|>assistant" is missing is read (SGLang's harmony parser
+                # reads the same); reported, the text is kept.
+                role = self.messages[-1].role if self.messages else "assistant"
+                self.error("E-PARSE-HEADER", f"{self.start}{name} without a role: read as a {role} message",
+                           position)
+                self._prefill = role
             self._header.append(name)
         elif name == self.start:
             self.error("E-PARSE-HEADER", f"{name} inside a header", position, self._header_text() or None)
