@@ -25,7 +25,9 @@ way openai-harmony 0.0.8's non-strict parser reads it: the role word (if repeate
 whitespace is kept verbatim (openai-harmony collapses runs to one space and puts a
 space before ``<|constrain|>``) and this applies to every message, not only the first
 (openai-harmony silently drops later ones).  An empty header makes no message, as in
-openai-harmony.
+openai-harmony.  A header without its role (``<|start|><|channel|>final<|message|>``) and
+``<|channel|>`` where a message should start are read with the previous message's role (none yet:
+the assistant), ``E-PARSE-HEADER`` reported (SGLang reads the first, transformers the second so).
 """
 
 from __future__ import annotations
