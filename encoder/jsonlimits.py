@@ -11,8 +11,9 @@ in ``ocml pack`` (where the record goes to ``errors.jsonl`` and counts against
   what ocml walks or writes as JSON: tool-call arguments, tool schemas (``parameters``; a tool list
   that passed is remembered by content, ``check_tools``) and bodies constrained to JSON
   (``check_value``); deeper is ``E-INPUT-DEPTH``.  Other JSON text (a record line, a
-  ``messages`` column) is only parsed: it fails as ``E-INPUT-DEPTH`` where Python's parser
-  gives up (about 1,000 levels), and the entry points (``Encoder.render`` / ``render_batch`` /
+  ``messages`` column) is only parsed: nested deeper than ``MAX_TEXT_DEPTH`` (512) it is
+  ``E-INPUT-DEPTH`` whatever the interpreter's recursion limit (which libraries raise), and the
+  entry points (``Encoder.render`` / ``render_batch`` /
   ``prepare``, ``to_conversation``) turn any ``RecursionError`` left into the same code (``reraise``).
 - Numbers: tool-call arguments, tool schemas and JSON bodies hold no NaN / Infinity (JSON has
   none; ``json.dumps`` would write ``NaN``, which no JSON parser reads) and no integer over
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
@@ -33,6 +35,10 @@ from .errors import InputError, OcmlError
 from .sections import content_key
 
 MAX_DEPTH = 128
+#: JSON text nested deeper than this is refused before parsing (the same verdict whatever
+#: ``sys.getrecursionlimit()`` says: torch, for one, raises it)
+MAX_TEXT_DEPTH = 512
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 #: Python's limit on int <-> str conversion (0: none); an int of more bits may exceed it
 _INT_DIGITS = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
 _SAFE_BITS = int(_INT_DIGITS * 3.32) if _INT_DIGITS else 0  # below this many bits, str() always works
@@ -77,10 +83,28 @@ def reraise(exc: BaseException, what: str = "the value", *, field: str | None = 
     raise typed from None
 
 
+def check_text_depth(text: str | bytes | bytearray, what: str, *, field: str | None, index: int | None) -> None:
+    """``E-INPUT-DEPTH`` for JSON text nested deeper than ``MAX_TEXT_DEPTH``; a text with fewer
+    brackets than that is passed at the cost of two ``count`` calls."""
+    s = text if isinstance(text, str) else bytes(text).decode("utf-8", "replace")
+    if s.count("[") + s.count("{") <= MAX_TEXT_DEPTH:
+        return
+    depth = 0
+    for m in _TOKENS.finditer(s):
+        c = m.group()
+        if c in "[{":
+            depth += 1
+            if depth > MAX_TEXT_DEPTH:
+                raise depth_error(what, field=field, index=index, limit=MAX_TEXT_DEPTH)
+        elif c in "]}":
+            depth -= 1
+
+
 def loads_record(text: str | bytes | bytearray, what: str = "the JSON text", *, field: str | None = None,
                  index: int | None = None) -> Any:
     """``json.loads`` with its pathologies typed (``json.JSONDecodeError`` passes through, for
     the caller's own message)."""
+    check_text_depth(text, what, field=field, index=index)
     try:
         return json.loads(text)
     except json.JSONDecodeError:
@@ -100,6 +124,7 @@ class _NonFinite(ValueError):
 def loads_strict(text: str, what: str, *, field: str | None, index: int | None) -> Any:
     """JSON text that ocml writes as JSON (arguments, bodies): parsed, then held to ``check_value``
     (``json.JSONDecodeError`` passes through)."""
+    check_text_depth(text, what, field=field, index=index)
     try:
         value = json.loads(text, parse_constant=_constant)
     except _NonFinite as exc:

@@ -487,7 +487,8 @@ def test_property_render_then_read_back_everywhere(reasoning, tok, data):
     dec, merged, chunks = views(enc, ids[:k], chunked(ids[:k], cuts))
     assert dec == merged == {"message": cut.message, "finish_reason": cut.finish_reason}
     check_no_markup_leaks(chunks, cut.message)
-    if tok is None:
+    if tok is None and "<|" not in json.dumps(turn, ensure_ascii=False):
+        # (a template reads text: text that spells a control, e.g. "<|im_end|>", reads as that control)
         assert _hf(reasoning).parse_response(ids, prefix=prompt(enc)) == _template_view(whole.message)
 
 

@@ -27,6 +27,7 @@ from ocml import encoder
 from ocml.encoder.errors import OcmlError
 from ocml.encoder.frames import FrameMachine
 from ocml.encoder.parse import IdParser, TextSplitter, parse_ids, parser_for
+from ocml.encoder.prefill import prefill_role
 from gen import WORDS, harmony_conversation
 
 from test_render import ENCODERS, enc_  # noqa: E402  (one encoder table for the suite)
@@ -48,10 +49,13 @@ class RefParser:
         self.pat = re.compile(b"(<?)(" + b"|".join(re.escape(c.encode()) for c in ctls) + b")") if ctls else None
         self.endlit = b"<|endliteral|>" if "<|endliteral|>" in ctls else None
 
-    def _text(self, data: bytes, fm: FrameMachine, start: int, ends: list[int], literal: bool) -> bool:
+    def _text(self, data: bytes, fm: FrameMachine, start: int, ends: list[int], literal: bool,
+              stop_at: tuple[frozenset[str], int] | None = None) -> tuple[bool, bool]:
         """``ends``: the run's cumulative token byte ends; a run of text (text and escapes up to
         the next control) is decoded as one and given at the token of its first byte, a control
-        at the token of its last (where the stream decoder recognises it)."""
+        at the token of its last (where the stream decoder recognises it).  ``stop_at``: (stop
+        controls, last token): such a stop whose last byte is in that token ends the input (the
+        rest of the token is past the stop).  -> (literal, stopped)."""
 
         def at(offset: int) -> int:
             return start + bisect.bisect_right(ends, offset)
@@ -95,9 +99,11 @@ class RefParser:
             else:  # a control, or an <|endliteral|> with no block to close (stray): at its last byte
                 flush()
                 fm.control(name, at(m.end() - 1))
+                if stop_at is not None and at(m.end() - 1) == stop_at[1] and name in stop_at[0]:
+                    return literal, True
             i = m.end()
         flush()
-        return literal
+        return literal, False
 
     def parse(self, ids, role=None, strict=False):
         fm = FrameMachine(harmony=self.enc.format_name == "harmony", strict=strict, role=role, markers=self.markers)
@@ -105,6 +111,8 @@ class RefParser:
         literal = False
         run: list[bytes] = []
         start = 0
+        stops = frozenset(self.enc.format.stop_reasons(prefill_role(self.enc.format, role)))
+        last, stopped = b"", False
         for k, i in enumerate(ids + [None]):
             ordinary = i is not None and 0 <= i < self.n and i not in self.special and self.table[i] is not None
             if ordinary:
@@ -113,7 +121,10 @@ class RefParser:
                 run.append(self.table[i])
                 continue
             if run:
-                literal = self._text(b"".join(run), fm, start, list(itertools.accumulate(map(len, run))), literal)
+                data = b"".join(run)
+                literal, stopped = self._text(data, fm, start, list(itertools.accumulate(map(len, run))), literal,
+                                              (stops, len(ids) - 1) if i is None and stops else None)
+                last = data if i is None else b""
                 run = []
             if i is None:
                 break
@@ -133,7 +144,13 @@ class RefParser:
                 fm.control(name, k)
             else:
                 fm.special(name, k)
-        fm.finish(len(ids))
+        # a control cut by the end inside a message (``Answer<|ret``) is out of it, as the stream has it
+        cut = self.enc.lexicon.partial_control(last) if stops and last and not stopped and not literal \
+            and fm.open_content else 0
+        if cut:
+            fm.finish(len(ids), fm.cut_content(cut))
+        else:
+            fm.finish(len(ids))
         return fm.messages, fm.ends, [(e.code, e.message, e.position) for e in fm.errors]
 
 
