@@ -22,7 +22,7 @@ byte-identical for any number of workers, and after a resume):
 The report adds the recipe's lines (``recipe_report``) to a plain run's.
 
 Disk: the spools hold about 9 bytes per document token plus 12 per packed row token; removed when
-the run completes (or by the next run into ``--out``: ``outdir.prepare``).  Memory grows with the input: docs/training/pack.md.
+the run completes (or by the next run into ``--out``: ``outdir.prepare``).  Memory grows with the input: README.
 """
 
 from __future__ import annotations
