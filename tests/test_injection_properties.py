@@ -295,7 +295,7 @@ def check(enc: encoder.Encoder, conv: Any, mode: str) -> None:
     # the transcript (every control spelled as text, escaped) reads back the same
     try:
         text = enc.to_text(conv, mode=mode, cot=None)  # the render's CoT policy (to_text keeps all by default)
-    except OcmlError as exc:  # a trailing '<' before a control: no escape in a transcript (README)
+    except OcmlError as exc:  # a trailing '<' before a control: no escape in a transcript (docs/training/masks.md)
         assert exc.code == "E-UNREPRESENTABLE" and "<" in json.dumps(conv, ensure_ascii=False), exc
     else:
         back = enc.parse_text(text, strict=mode != "prompt").messages

@@ -169,7 +169,7 @@ def test_table_and_column_dict_batches_agree(enc: encoder.Encoder, lines: list[s
 def test_arrow_struct_nulls_do_not_reach_tool_schemas(enc: encoder.Encoder, lines: list[str]) -> None:
     # A struct column gives every row the keys of every other row's tools ("amount": null):
     # without pruning, the rendered tool schemas would change.  (Key order is the struct's,
-    # not the row's: tools whose key orders differ need JSON text columns; see README.)
+    # not the row's: tools whose key orders differ need JSON text columns; see docs/training/scaling.md.)
     ok = [json.loads(l) for l in lines if direct(enc, l) is not None]
     recs = [{"messages": r["messages"], "tools": r["tools"]} for r in ok if "tools" in r]
     full = tool(random.Random(0), "everything")  # first row: every property, in the global order

@@ -70,7 +70,7 @@ def _differing(det: Detection) -> set[str]:
 def test_gpt_oss_template_is_harmony(folders):
     det = detect_format(folders["gpt-oss"])
     assert det.format == "harmony" and det.matched and not det.forced
-    # the official template's documented departures from openai-harmony's bytes (README table):
+    # the official template's documented departures from openai-harmony's bytes (docs/templates.md table):
     # a blank line after developer instructions, and `commentary json` without <|constrain|>
     assert _differing(det) == {"system+user", "tool-call+result"}
     call = next(p for p in det.result.probes if p.probe == "tool-call+result")

@@ -6,7 +6,7 @@ the usual shapes (answer, reasoning + answer, tool call, reasoning + tool call, 
 call, several analysis messages), each truncated at every few tokens (max tokens), and
 random texts (hypothesis) - ``parse_response(ids, prefix=prompt)`` equals ``hf_view``: the
 message ``to_openai`` reads in the HF convention (``thinking``, arguments parsed as JSON, no
-tool call ids: a template cannot generate them, README "Serving"; a field that occurs twice
+tool call ids: a template cannot generate them, docs/serving.md "Response templates"; a field that occurs twice
 keeps its last region); the streaming parser (``get_response_parser``) agrees; the template
 survives ``save_pretrained`` / ``from_pretrained``.
 

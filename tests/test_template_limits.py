@@ -1,7 +1,7 @@
 """Where an HF chat template cannot give ocml's ids, and what ocml's own path does instead.
 
-Each test shows the divergence (so it is real and documented in the README, "Chat
-templates") and that ``render`` keeps its guarantee.
+Each test shows the divergence (so it is real and documented in docs/templates.md, "Where a
+template cannot give ocml's ids") and that ``render`` keeps its guarantee.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``ocml pack``'s options: what they are, their defaults (and why), and their checks.
 
-One home for every default the pipeline applies, so the README, ``--help`` and the code
-say the same thing:
+One home for every default the pipeline applies, so the docs (docs/training/pack.md), ``--help``
+and the code say the same thing:
 
 - ``overlong``: resolved per input *shape* (``ocml.encoder.inputs.shapes.OVERLONG_DEFAULT``, the
   one table): conversations are truncated after their last whole assistant message that
