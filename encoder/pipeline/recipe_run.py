@@ -21,7 +21,7 @@ byte-identical for any number of workers, and after a resume):
 
 Disk: the spools hold about 9 bytes per document token plus 12 per packed row token; removed when
 the run completes (or by the next run into ``--out``: ``outdir.prepare``).  Memory grows with the
-input: docs/training/scaling.md.
+input: docs/training/pack.md.
 
 Size: one driver whose four phases share their state (spools, counts, the ``--out`` lock and
 ownership); split by phase, that state would travel through every call.
