@@ -31,7 +31,7 @@ text as ``reasoning_content`` / ``content`` deltas, and each call whole (``id``,
 arguments in one delta) when the turn ends: an Apertus call list is readable only at its
 ``<|tools_suffix|>``, where a completion stops; a ChatML turn's calls come right before its
 ``<|im_end|>`` (the markup of a ChatML turn - ``<think>``, ``<tool_call>``, layout newlines -
-never reaches a delta, ``ocml.encoder.formats.chatml_turns``).
+never reaches a delta, ``ocml.encoder.formats.chatml.turns``).
 With ``prefill=`` (``render(..., mode="continue")``) the deltas carry only the
 continuation; ``decoder.to_openai()`` has the whole message (``ocml.encoder.prefill``).
 """

@@ -13,10 +13,8 @@ from ocml.vocab import ControlTable, Tokenizer, control_table
 from ..adapters import DEFAULT_STYLE, ChatStyle, to_conversation
 from ..errors import CallSchemaError, HeaderError, UnknownNameError
 from ..grammar.escape import Escaper
-from ..grammar.headers import HEADER_FIELDS, Header, check_round_trip, parse_header
+from ..grammar.headers import HEADER_FIELDS, PLAIN, Header, HeaderStyle, check_round_trip, parse_header
 from ..grammar.headers import check_value as check_header_value
-from ..grammar.roles import GRAMMARS as ROLE_GRAMMARS
-from ..grammar.roles import OPENCHATML as OPENCHATML_GRAMMAR
 from ..grammar.roles import RoleGrammar
 from ..grammar.terminators import Terminators, terminators_of
 from ..grammar.text import check_text
@@ -35,8 +33,10 @@ class Format:
 
     name: ClassVar[str]
     channels: ClassVar[tuple[str, ...] | None] = ("analysis", "commentary", "final")
-    #: the roles a message may have (the role grammar, ``ocml.encoder.grammar.roles``, has the rest)
-    roles: ClassVar[tuple[str, ...]] = OPENCHATML_GRAMMAR.roles
+    #: how a header is written and read (``ocml.encoder.grammar.headers.HeaderStyle``): its role
+    #: grammar (the one table render, parse, ``parse_text`` and the stream decoder read), its
+    #: attributes, ``<|constrain|>``, Harmony's bare-word and answer rules
+    header_style: ClassVar[HeaderStyle] = PLAIN
     #: how OpenAI / HF chat dicts map into this format (applied by ``ocml.encoder.adapters``)
     chat_style: ClassVar[ChatStyle] = DEFAULT_STYLE
     #: encode each run of text between two registered controls in one call, as the deployed
@@ -51,16 +51,6 @@ class Format:
     #: reasoning is written inside its answer's frame (ChatML ``reasoning="think"``): the CoT
     #: policy then applies before ``normalize`` builds the frames (``Encoder.prepare``)
     inline_reasoning: bool = False
-    #: headers are read by Harmony's grammar (``ocml.encoder.grammar.headers``: a tool's name as
-    #: the role word, ``ROLE:NAME``, a bare content type): the format's own declaration
-    harmony_headers: ClassVar[bool] = False
-    #: (message field, attribute) pairs a header writes as `` attribute=value``, in order (OpenChatML §6)
-    header_attributes: ClassVar[tuple[tuple[str, str], ...]] = ()
-    #: a message's ``constrain`` is written as ``<|constrain|>TYPE`` (OpenChatML 2.0 drops it)
-    has_constrain: ClassVar[bool] = True
-    #: the answer is a message whose channel word is ``final`` (Harmony); else its effective
-    #: channel is (no channel reads as ``final``: OpenChatML 1.x transcripts)
-    final_by_channel_word: ClassVar[bool] = False
     #: an assistant turn is one message of blocks (``structured.openai_parts()``: Apertus; ChatML
     #: in the OpenAI view, ``turn_of``), whose stream deltas are per block (``Delta.channel``);
     #: the OpenAI chunker reads them by block
@@ -68,6 +58,9 @@ class Format:
 
     def __init__(self, tokenizer: Tokenizer, *, validate_bodies: bool = True) -> None:
         self.tokenizer = tokenizer
+        #: the role grammar (``header_style.roles``) and the roles a message may have
+        self.role_grammar: RoleGrammar = self.header_style.roles
+        self.roles: tuple[str, ...] = self.role_grammar.roles
         self.table: ControlTable = control_table(self.name)
         self.validate_bodies = validate_bodies
         #: the stop and terminator tables, built from the token data (``ocml.encoder.grammar.terminators``)
@@ -116,7 +109,7 @@ class Format:
         """The state machine that reads this format's atoms (parse, parse_text, stream decoder)."""
         from ..frames import FrameMachine
 
-        return FrameMachine(harmony=self.harmony_headers, strict=strict, role=role, emit=emit, markers=markers,
+        return FrameMachine(header=self.header_style, strict=strict, role=role, emit=emit, markers=markers,
                             terminators=self.terminators.reasons)
 
     def turn_of(self, m: Message, end: str, role: str | None) -> Message:
@@ -199,10 +192,6 @@ class Format:
         """The role grammar (``ocml.encoder.grammar.roles``), the same table the readers use."""
         self.role_grammar.check(role, i, self.name)
 
-    @property
-    def role_grammar(self) -> RoleGrammar:
-        return ROLE_GRAMMARS[self.name]
-
     # -- the header as written and read back (render-time round trip) -----------------
     def header_text(self, m: Message) -> str | None:
         """The header text a reader sees for ``m`` (between the frame's start control and the
@@ -217,7 +206,7 @@ class Format:
 
     def read_header(self, text: str) -> Header:
         """This format's header reader (the frame machine's): text -> fields."""
-        return parse_header(text, harmony=self.harmony_headers)
+        return parse_header(text, style=self.header_style)
 
     def written_fields(self, m: Message) -> Header:
         """The fields ``m``'s header must read back as."""
@@ -263,7 +252,7 @@ class Format:
 
     def is_final(self, m: Message) -> bool:
         """Does this assistant message close the answer (gets ``<|return|>`` when last in training)?"""
-        channel = m.channel if self.final_by_channel_word else m.effective_channel
+        channel = m.channel if self.header_style.answer_by_channel_word else m.effective_channel
         return channel == "final" and m.recipient is None
 
     def end_token(self, m: Message, last_of_train: bool) -> str:
@@ -293,11 +282,11 @@ class Format:
         return out[:-1] if end else out
 
     def section_pieces(self, s: Any, text: str, end: str) -> tuple[Piece, ...]:
-        """A system / developer section's text (``harmony_sections``: instructions, tool names,
+        """A system / developer section's text (``harmony.sections``: instructions, tool names,
         descriptions, TypeScript schemas, identity, dates) written by the same rule as content;
         an error names the section field the text ends with."""
         from ..grammar.text import check_value, encoding_error, surrogate_at
-        from .harmony_sections import tail_field
+        from .harmony.sections import tail_field
 
         at = surrogate_at(text)
         if at >= 0:  # the input policy (``ocml.encoder.grammar.text``), naming the section field

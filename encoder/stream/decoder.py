@@ -28,7 +28,7 @@ Events (``ocml.encoder.events``)
 visible)`` for content (``visible`` per ``frames.visible``: ``final`` or no channel,
 and ``commentary`` with ``intent=preamble``; a ChatML assistant turn's deltas are per part:
 ``<think>`` reasoning ``analysis``, the answer visible, tags and calls hidden
-``commentary``, ``ocml.encoder.formats.chatml_frames``); ``MessageEnd(message, reason)`` with
+``commentary``, ``ocml.encoder.formats.chatml.frames``); ``MessageEnd(message, reason)`` with
 reason ``end`` | ``return`` | ``call`` | ``truncated``; ``Stop(reason, token, position,
 trailing)``; ``Error(code, message, position, text)`` (``text``: input left out of
 every message, see ``ocml.encoder.frames``).
