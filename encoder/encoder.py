@@ -164,7 +164,7 @@ class Encoder(Codec):
         except (RecursionError, ValueError) as exc:  # a value too deep / a number too long: typed (jsonlimits)
             reraise(exc, "the conversation")
         policy = self.cot if cot is None else self._cot(cot)
-        if self.format.inline_reasoning:  # reasoning joins its answer's frame: the CoT policy applies first
+        if self.format.turns.inline_reasoning:  # reasoning joins its answer's frame: the CoT policy applies first
             pre = cot_dropped(given.messages, policy)
             if pre:
                 given = Conversation(tuple(m for k, m in enumerate(given.messages) if k not in pre), given.options,

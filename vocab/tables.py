@@ -81,7 +81,7 @@ def canonical_formats(names: str | Sequence[str] | None, field: str = "register"
         return (canonical_format(names, field),)
     if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
         raise InputTypeError(f"{field} must be a format name or a list of format names, got {names!r}", field=field,
-                             hint=f"e.g. {field}='openchatml-2.2'")
+                             hint=f"e.g. {field}='{DEFAULT_FORMAT}'")
     return tuple(dict.fromkeys(canonical_format(n, field) for n in names))
 
 

@@ -22,6 +22,7 @@ from ..messages import Conversation, Message
 from ..arguments import check_json
 from ..messages import CotPolicy
 from ..pieces import CTL, TXT, MessagePlan, Piece
+from .strategies import MESSAGES, PIECES, PLAIN_TRANSCRIPT, TextLayout, TranscriptStyle, TurnShape
 
 if TYPE_CHECKING:
     from ..frames import FrameMachine
@@ -32,29 +33,19 @@ class Format:
     """Base class: subclasses set ``name`` and implement ``plan``/``generation_prompt``."""
 
     name: ClassVar[str]
-    channels: ClassVar[tuple[str, ...] | None] = ("analysis", "commentary", "final")
+    # What differs between formats is a strategy object each class picks, not a flag:
     #: how a header is written and read (``ocml.encoder.grammar.headers.HeaderStyle``): its role
     #: grammar (the one table render, parse, ``parse_text`` and the stream decoder read), its
-    #: attributes, ``<|constrain|>``, Harmony's bare-word and answer rules
+    #: channel words, attributes, ``<|constrain|>``, Harmony's bare-word and answer rules
     header_style: ClassVar[HeaderStyle] = PLAIN
     #: how OpenAI / HF chat dicts map into this format (applied by ``ocml.encoder.adapters``)
     chat_style: ClassVar[ChatStyle] = DEFAULT_STYLE
-    #: encode each run of text between two registered controls in one call, as the deployed
-    #: template's text was tokenized (``ocml.encoder.runs``: segments, the straddling-token rule)
-    merge_text_runs: ClassVar[bool] = False
-    #: pieces after every message's terminator, never trained (ChatML's ``\n``)
-    after_message: ClassVar[tuple[Piece, ...]] = ()
-    #: what ``to_text`` puts between two messages (the transcript is otherwise the render's text)
-    transcript_joiner: ClassVar[str] = "\n"
-    #: the ``version`` a transcript's YAML document header names (None: transcripts have no header)
-    transcript_version: ClassVar[str | None] = None
-    #: reasoning is written inside its answer's frame (ChatML ``reasoning="think"``): the CoT
-    #: policy then applies before ``normalize`` builds the frames (``Encoder.prepare``)
-    inline_reasoning: bool = False
-    #: an assistant turn is one message of blocks (``structured.openai_parts()``: Apertus; ChatML
-    #: in the OpenAI view, ``turn_of``), whose stream deltas are per block (``Delta.channel``);
-    #: the OpenAI chunker reads them by block
-    turn_blocks: ClassVar[bool] = False
+    #: how a message's pieces become ids (``strategies.TextLayout``: per piece or whole runs)
+    text_layout: ClassVar[TextLayout] = PIECES
+    #: what an assistant turn is (``strategies.TurnShape``: messages per channel or one of blocks)
+    turns: ClassVar[TurnShape] = MESSAGES
+    #: how ``to_text`` writes a transcript (``strategies.TranscriptStyle``)
+    transcript: ClassVar[TranscriptStyle] = PLAIN_TRANSCRIPT
 
     def __init__(self, tokenizer: Tokenizer, *, validate_bodies: bool = True) -> None:
         self.tokenizer = tokenizer
@@ -107,10 +98,7 @@ class Format:
     def frame_machine(self, *, strict: bool, role: str | None, emit: Callable[[Any], None] | None = None,
                       markers: frozenset[str] = frozenset()) -> FrameMachine:
         """The state machine that reads this format's atoms (parse, parse_text, stream decoder)."""
-        from ..frames import FrameMachine
-
-        return FrameMachine(header=self.header_style, strict=strict, role=role, emit=emit, markers=markers,
-                            terminators=self.terminators.reasons)
+        raise NotImplementedError
 
     def turn_of(self, m: Message, end: str, role: str | None) -> Message:
         """``m`` (a parsed message that ended with ``end``, read as ``role``) as the OpenAI view
@@ -177,8 +165,9 @@ class Format:
             val = getattr(m, f)
             if val is not None:
                 check_header_value(f, val, i)
-        if self.channels is not None and m.channel is not None and m.channel not in self.channels:
-            raise HeaderError(f"channel {m.channel!r} is not one of {', '.join(self.channels)}", index=i,
+        channels = self.header_style.channels
+        if channels is not None and m.channel is not None and m.channel not in channels:
+            raise HeaderError(f"channel {m.channel!r} is not one of {', '.join(channels)}", index=i,
                               field="channel")
         written = self.header_text(m)
         if written is not None:
@@ -226,10 +215,8 @@ class Format:
         return m.role == "tool" or (m.role not in self.roles and self.role_grammar.is_tool_word(m.role))
 
     def context(self, conv: Conversation) -> PlanContext:
-        # Harmony's rule: the system text gains the "Calls to these tools..." line when any
-        # developer message declares function tools.
-        return PlanContext(has_function_tools=any(getattr(m.structured, "has_function_tools", False)
-                                                  for m in conv.messages if m.role == "developer"))
+        """The per-render facts ``plan`` reads (``PlanContext``): none by default."""
+        return PlanContext()
 
     # -- message level --------------------------------------------------------
     def header_key(self, m: Message) -> tuple[str | None, ...]:
@@ -248,7 +235,8 @@ class Format:
         raise NotImplementedError
 
     def generation_prompt(self) -> tuple[Piece, ...]:
-        return ((CTL, "<|start|>"), (TXT, "assistant"))
+        """The pieces that open the model's turn in prompt mode."""
+        raise NotImplementedError
 
     def is_final(self, m: Message) -> bool:
         """Does this assistant message close the answer (gets ``<|return|>`` when last in training)?"""
@@ -280,19 +268,6 @@ class Format:
             return pieces
         out = self.escaper.write(pieces + (((CTL, end),) if end else ()), field=field, index=index)
         return out[:-1] if end else out
-
-    def section_pieces(self, s: Any, text: str, end: str) -> tuple[Piece, ...]:
-        """A system / developer section's text (``harmony.sections``: instructions, tool names,
-        descriptions, TypeScript schemas, identity, dates) written by the same rule as content;
-        an error names the section field the text ends with."""
-        from ..grammar.text import check_value, encoding_error, surrogate_at
-        from .harmony.sections import tail_field
-
-        at = surrogate_at(text)
-        if at >= 0:  # the input policy (``ocml.encoder.grammar.text``), naming the section field
-            check_value(s, index=None, field="")
-            raise encoding_error(text, at, index=None, field="content")
-        return self.escaper.text_before(text, end, field=tail_field(s) if self.escaper else "content")
 
 
 def _read_checked(source_field: str | None) -> bool:

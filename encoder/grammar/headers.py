@@ -54,6 +54,8 @@ class HeaderStyle:
 
     #: what the role word may be and what it reads as (``ocml.encoder.grammar.roles``)
     roles: RoleGrammar = RoleGrammar(BASE_ROLES)
+    #: the channel words a header may carry (None: any word, or none)
+    channels: tuple[str, ...] | None = None
     #: a lone bare word that is no known content type is the recipient, except on the final
     #: channel (openai-harmony's reading; see ``parse_header``); else it is the content type
     bare_recipient: bool = False

@@ -292,7 +292,7 @@ class StreamDecoder:
         ends = self.fm.ends
         if st is not None and st.reason == "call" and ends and ends[-1] == "call":
             return "tool_call"
-        if self.enc.format.turn_blocks and st is not None and self.to_openai().finish_reason == "tool_calls":
+        if self.enc.format.turns.blocks and st is not None and self.to_openai().finish_reason == "tool_calls":
             return "tool_call"  # a turn whose last part is a call, ended by its stop token (ChatML)
         return "final" if self.final_message is not None else "no_final"
 

@@ -73,16 +73,6 @@ if TYPE_CHECKING:
 
 __all__ = ["response_template"]
 
-WORD = r"[^\s<]*"                                         # a header word
-WORD_END = r"(?![^\s<])"                                    # ... ends here
-TO = r"\s*to=(?!all" + WORD_END + r")(?:functions\.(?=[^\s<]))?(?P<name>[^\s<]+)"
-TO_ALL = r"\s*to=all" + WORD_END
-CONSTRAIN = r"(?:\s*<\|constrain\|>" + WORD + r"|\s+(?!to=)[^\s<]+)*"   # <|constrain|>TYPE / content type words
-MESSAGE = r"\s*<\|message\|>"
-CHANNEL = r"<\|channel\|>"
-CHANNEL_ANSWER = CHANNEL + r"(?:final|commentary)" + WORD_END
-CHANNEL_OTHER = CHANNEL + r"(?!(?:final|commentary)" + WORD_END + r")" + WORD
-CHANNEL_ANY = CHANNEL + WORD
 _CALL = {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}}
 TEXT_ARGS = {"strip": False}
 #: tool-call arguments: parsed as JSON (the HF convention), verbatim text when they are not JSON
@@ -99,18 +89,6 @@ def calls_field(**anchors: Any) -> dict[str, Any]:
 def text_field(**anchors: Any) -> dict[str, Any]:
     """A ``thinking`` / ``content`` field: plain text, one region (the engines' rule)."""
     return {**anchors, "content_args": TEXT_ARGS}
-
-
-def channel_fields(fmt: Format, call: str, content: str, reasoning: str) -> dict[str, Any]:
-    # a message ends at any of the format's terminators (the token data's) or the next frame's start
-    close = [*fmt.terminators.reasons, fmt.generation_prompt()[0][1]]
-    # A call opens once its end is in the text, or once the text ends after its arguments' closing
-    # ``}`` (an engine that strips the stop token: transformers' own gpt-oss case).  A call cut by
-    # max_tokens is then no call, and the engine says ``length`` rather than ``tool_calls``.
-    ends = r"(?=[\s\S]*?(?:" + "|".join(re.escape(c) for c in close) + r")|[\s\S]*\}\s*\Z)"
-    return {TOOL_CALLS: calls_field(open_pattern=call + ends, close=close),
-            CONTENT: text_field(open_pattern=content, close=close),
-            THINKING: text_field(open_pattern=reasoning, close=close)}
 
 
 def header_anchor(fmt: Format) -> str:

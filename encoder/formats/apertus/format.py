@@ -14,7 +14,7 @@ and assistant turns: every assistant and tool message up to the next user messag
 turn ``<|assistant_start|>`` blocks ``<|assistant_end|>`` (``apertus.blocks``).
 Generation prompt: ``<|assistant_start|>``.
 
-Ids: whole-run encoding (``Format.merge_text_runs``): tool brackets and the text around
+Ids: whole-run encoding (``TextLayout.whole_runs``): tool brackets and the text around
 them are one run, as the models saw them.  Mask (default): the turn after
 ``<|assistant_start|>`` through ``<|assistant_end|>``, tool outputs excluded (a token that
 straddles an output bracket and the model's text is trained, ``ocml.encoder.runs``).
@@ -53,6 +53,7 @@ from ...pieces import CTL, MessagePlan, Piece
 from .blocks import FRAME_ENDS, FRAME_STARTS, TOOL_CALLS, Turn, TurnBuilder, read_messages, turn_pieces
 from .tools import default_system, developer_text
 from ..base import Format, PlanContext
+from ..strategies import TextLayout, TranscriptStyle, TurnShape
 
 if TYPE_CHECKING:
     from ...masks import MaskPolicy
@@ -60,12 +61,11 @@ if TYPE_CHECKING:
 
 class Apertus(Format):
     name: ClassVar[str] = "apertus"
-    channels: ClassVar[tuple[str, ...] | None] = None
     #: no header text: the frame controls stand for the five roles
     header_style: ClassVar[HeaderStyle] = HeaderStyle()
-    merge_text_runs: ClassVar[bool] = True
-    transcript_joiner: ClassVar[str] = ""
-    turn_blocks: ClassVar[bool] = True
+    text_layout: ClassVar[TextLayout] = TextLayout(whole_runs=True)
+    transcript: ClassVar[TranscriptStyle] = TranscriptStyle(joiner="")
+    turns: ClassVar[TurnShape] = TurnShape(blocks=True)
 
     def __init__(self, tokenizer, *, validate_bodies: bool = True, enable_thinking: bool = False,
                  date: str | None = None, default_system: str | None = None) -> None:

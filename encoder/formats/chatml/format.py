@@ -13,7 +13,7 @@ Layouts (``layout=``):
 in the literal layout); deployed ChatML has no BOS.  Roles: system, tool, user, assistant;
 ``name`` has no whitespace (``E-PARSE-HEADER``-class ``HeaderError``).
 
-Ids: the whole-run rule (``Format.merge_text_runs``): each run of text between two
+Ids: the whole-run rule (``TextLayout.whole_runs``): each run of text between two
 registered controls (``assistant\\n`` + the content) is encoded in one call, as the
 models saw the template's text.  Mask (default): an assistant frame's content and its
 ``<|im_end|>``; the header line ``<|im_start|>assistant[ name=X]\\n`` is the runtime's
@@ -63,6 +63,7 @@ from ...messages import CotPolicy
 from ...reasoning import Reasoning, parse_reasoning, think_block
 from ...pieces import CTL, TXT, MessagePlan, Piece
 from ..base import Format, PlanContext
+from ..strategies import TextLayout, TranscriptStyle, TurnShape
 from . import QWEN_SYSTEM
 from .fim import FIM_ROLE
 from .turns import CALL_CLOSE, CALL_OPEN, ChatMLTurn, read_call, read_turn
@@ -85,14 +86,14 @@ class Layout(str, Enum):
 
 class ChatML(Format):
     name: ClassVar[str] = "chatml"
-    channels: ClassVar[tuple[str, ...] | None] = None
     #: ``<|im_start|>ROLE[ name=NAME]\n``: four roles (read by ``frames.parse_chatml_header``)
     header_style: ClassVar[HeaderStyle] = HeaderStyle(RoleGrammar(("system", "tool", "user", "assistant")))
-    merge_text_runs: ClassVar[bool] = True
-    after_message: ClassVar[tuple[Piece, ...]] = ((TXT, "\n"),)
-    transcript_joiner: ClassVar[str] = ""
+    text_layout: ClassVar[TextLayout] = TextLayout(whole_runs=True, after_message=((TXT, "\n"),))
+    transcript: ClassVar[TranscriptStyle] = TranscriptStyle(joiner="")
     #: the OpenAI view reads an assistant frame as a turn (``turn_of``: think block, answer, calls)
-    turn_blocks: ClassVar[bool] = True
+    #: an assistant frame is one turn of blocks; reasoning is written inside it: the CoT policy
+    #: applies first (``Encoder.prepare``), ``reasoning=`` decides what the rest becomes
+    turns: ClassVar[TurnShape] = TurnShape(blocks=True, inline_reasoning=True)
 
     def __init__(self, tokenizer, *, validate_bodies: bool = True, layout: str = "deployed",
                  bos_eos: bool = False, default_system: str | None = None, reasoning: str = "error") -> None:
@@ -116,9 +117,6 @@ class ChatML(Format):
     def init_options(self) -> dict[str, Any]:
         return {"layout": self.layout.value, "bos_eos": self.bos_eos, "default_system": self.default_system,
                 "reasoning": self.reasoning.value}
-
-    #: the CoT policy applies first (``Encoder.prepare``); ``reasoning=`` decides what the rest becomes
-    inline_reasoning = True
 
     def mask_unsupported(self, policy: MaskPolicy) -> str | None:
         if policy.channels is not None or not policy.tool_call_bodies:

@@ -1,7 +1,7 @@
 """ChatML's response-template fields: a turn as ``chatml.turns`` reads it.
 
-The generic pieces (header regexes, field shapes, the anchor) are ``ocml.encoder.template.response``'s;
-its docstring says how each format's fields read a completion.
+The field shapes are ``ocml.encoder.template.response``'s, whose docstring says how each format's
+fields read a completion.
 """
 
 from __future__ import annotations

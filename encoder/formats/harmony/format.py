@@ -33,8 +33,9 @@ from ...pieces import CTL, TXT, MessagePlan, Piece  # noqa: F401
 from ...sections import SECTIONS, content_key
 from ...grammar.headers import HeaderStyle
 from ...grammar.roles import BASE_ROLES, TOOL_NAME, RoleGrammar
-from ..base import Format, PlanContext
+from ..base import PlanContext
 from .content import DeveloperContent, SystemContent, ToolDescription, ToolNamespace, builtin_namespace
+from .frame import HarmonyFrame
 from .sections import developer_text, system_text
 
 
@@ -46,11 +47,10 @@ ROLES = RoleGrammar(BASE_ROLES, tool_word=re.compile(r"[A-Za-z0-9_\-]+\." + TOOL
                     author_names=True)
 
 
-class HarmonyFormat(Format):
+class HarmonyFormat(HarmonyFrame):
     name: ClassVar[str] = "harmony"
-    channels: ClassVar[tuple[str, ...] | None] = None  # Harmony takes any channel word
-    #: Harmony's header: its role grammar, a lone bare word as the recipient, the answer by its
-    #: channel word itself (no 1.x default)
+    #: Harmony's header: its role grammar, any channel word, a lone bare word as the recipient, the
+    #: answer by its channel word itself (no 1.x default)
     header_style: ClassVar[HeaderStyle] = HeaderStyle(ROLES, bare_recipient=True, answer_by_channel_word=True)
     # gpt-oss template: assistant content next to tool calls is the call's analysis
     chat_style: ClassVar[ChatStyle] = ChatStyle(content_with_calls="analysis")

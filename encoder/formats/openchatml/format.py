@@ -20,12 +20,14 @@ from operator import attrgetter
 from typing import ClassVar
 
 from ...errors import CallSchemaError
-from ...messages import Conversation, Message
+from ...messages import CHANNELS, Conversation, Message
 from ...pieces import CTL, TXT, MessagePlan, Piece
 from ...grammar.headers import HeaderStyle
 from ...grammar.roles import BASE_ROLES, TOOL_NAME, RoleGrammar
 from ..base import Format, PlanContext
+from ..strategies import TranscriptStyle
 from ..harmony.format import _synthesize
+from ..harmony.frame import HarmonyFrame
 from ..harmony.content import DeveloperContent, SystemContent
 from ..harmony.sections import developer_text, system_text
 
@@ -35,11 +37,11 @@ from ..harmony.sections import developer_text, system_text
 ROLES = RoleGrammar(BASE_ROLES, tool_word=re.compile(r"functions\." + TOOL_NAME))
 
 
-class OpenChatML22(Format):
+class OpenChatML22(HarmonyFrame):
     name: ClassVar[str] = "openchatml-2.2"
-    transcript_version: ClassVar[str | None] = "2.2"
+    transcript: ClassVar[TranscriptStyle] = TranscriptStyle(version="2.2")
     #: attributes after the role (§6), then ``<|channel|>``, ``<|constrain|>``
-    header_style: ClassVar[HeaderStyle] = HeaderStyle(ROLES, attributes=(
+    header_style: ClassVar[HeaderStyle] = HeaderStyle(ROLES, channels=CHANNELS, attributes=(
         ("recipient", "to"), ("call_id", "call_id"), ("name", "name"), ("intent", "intent"),
         ("content_type", "content_type")))
 
@@ -126,9 +128,9 @@ class OpenChatML20(OpenChatML22):
     """
 
     name: ClassVar[str] = "openchatml-2.0"
-    transcript_version: ClassVar[str | None] = "2.0"
-    header_style: ClassVar[HeaderStyle] = HeaderStyle(ROLES, attributes=(("recipient", "to"), ("name", "name")),
-                                                      constrain=False)
+    transcript: ClassVar[TranscriptStyle] = TranscriptStyle(version="2.0")
+    header_style: ClassVar[HeaderStyle] = HeaderStyle(ROLES, channels=CHANNELS, constrain=False,
+                                                      attributes=(("recipient", "to"), ("name", "name")))
 
     def normalize(self, conv: Conversation) -> Conversation:
         conv = super().normalize(conv)

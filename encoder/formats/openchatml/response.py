@@ -1,14 +1,16 @@
 """OpenChatML 2.x's response-template fields: a header's attributes, channel and constrain.
 
-The generic pieces (header regexes, field shapes, the anchor) are ``ocml.encoder.template.response``'s;
-its docstring says how each format's fields read a completion.
+The header's regex pieces and ``channel_fields`` are Harmony's (``harmony.response``); the field
+shapes and the anchor are ``ocml.encoder.template.response``'s.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...template.response import CHANNEL, CHANNEL_ANY, CHANNEL_OTHER, CONSTRAIN, MESSAGE, TO, TO_ALL, WORD, WORD_END, channel_fields, header_anchor
+from ...template.response import header_anchor
+from ..harmony.response import (CHANNEL, CHANNEL_ANY, CHANNEL_OTHER, CONSTRAIN, MESSAGE, TO, TO_ALL, WORD, WORD_END,
+                                channel_fields)
 
 if TYPE_CHECKING:
     from ..base import Format
