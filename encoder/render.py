@@ -22,8 +22,8 @@ from .errors import OcmlError
 from .formats.base import Format, PlanContext
 from .masks import IGNORE, Flags
 from .messages import Conversation
-from .pieces import CTL, OFF, TXT, Piece
-from .runs import expand_runs, merge_runs
+from .plan import CTL, OFF, TXT, Piece
+from .whole_runs import expand_runs, merge_runs
 from .sections import SECTIONS, SectionIds
 from .textenc import TextEncoder
 
@@ -154,7 +154,7 @@ class Renderer:
 
     @property
     def byte_len(self) -> np.ndarray:
-        """Per id: its byte length (places run segments among tokens, ``ocml.encoder.runs``)."""
+        """Per id: its byte length (places run segments among tokens, ``ocml.encoder.whole_runs``)."""
         bl = getattr(self, "_byte_len", None)
         if bl is None:
             bl = np.fromiter((0 if b is None else len(b) for b in self.tokenizer.token_bytes_table), dtype=np.int64)

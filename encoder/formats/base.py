@@ -23,7 +23,7 @@ from ..grammar.text import check_text
 from ..messages import Conversation, Message
 from ..arguments import check_json
 from ..messages import CotPolicy
-from ..pieces import CTL, TXT, MessagePlan, Piece
+from ..plan import CTL, TXT, MessagePlan, Piece
 
 if TYPE_CHECKING:
     from ..frames import FrameMachine
@@ -40,7 +40,7 @@ class Format:
     #: how OpenAI / HF chat dicts map into this format (applied by ``ocml.encoder.adapters``)
     chat_style: ClassVar[ChatStyle] = DEFAULT_STYLE
     #: encode each run of text between two registered controls in one call, as the deployed
-    #: template's text was tokenized (``ocml.encoder.runs``: segments, the straddling-token rule)
+    #: template's text was tokenized (``ocml.encoder.whole_runs``: segments, the straddling-token rule)
     merge_text_runs: ClassVar[bool] = False
     #: pieces after every message's terminator, never trained (ChatML's ``\n``)
     after_message: ClassVar[tuple[Piece, ...]] = ()

@@ -28,7 +28,7 @@ from ..adapters import ChatStyle
 from ..errors import CallSchemaError, InputError
 from ..grammar.headers import Header
 from ..messages import Conversation, Message, Options
-from ..pieces import CTL, TXT, MessagePlan, Piece  # noqa: F401
+from ..plan import CTL, TXT, MessagePlan, Piece  # noqa: F401
 from ..sections import SECTIONS, content_key
 from .base import Format, PlanContext
 from .harmony_content import DeveloperContent, SystemContent, ToolDescription, ToolNamespace, builtin_namespace

@@ -21,7 +21,7 @@ from typing import ClassVar
 
 from ..errors import CallSchemaError
 from ..messages import Conversation, Message
-from ..pieces import CTL, TXT, MessagePlan, Piece
+from ..plan import CTL, TXT, MessagePlan, Piece
 from .base import Format, PlanContext
 from .harmony import _synthesize
 from .harmony_content import DeveloperContent, SystemContent
