@@ -364,34 +364,19 @@ class Renderer:
                 items += job.items
                 train += job.train
                 owner += job.owner
-        self.text.encode(items)
-        parts: list[np.ndarray] = []
-        run: list[int] = []
-        ndarray = np.ndarray
-        for it in items:
-            if type(it) is ndarray:
-                if run:
-                    parts.append(np.fromiter(run, dtype=np.int32, count=len(run)))  # 2x np.array
-                    run = []
-                parts.append(it)
-            else:
-                run += it
-        lens = [len(it) for it in items]
-        if run or not parts:
-            parts.append(np.fromiter(run, dtype=np.int32, count=len(run)))  # 2x np.array
-        ids = parts[0] if len(parts) == 1 else np.concatenate(parts)
-        lens_arr = np.array(lens, dtype=np.int64)
-        mask = np.array(train, dtype=bool).repeat(lens_arr)
-        index = np.array(owner, dtype=np.int32).repeat(lens_arr)
+        ids, lens = self.text.encode_items(items)
+        mask = np.array(train, dtype=bool).repeat(lens)
+        index = np.array(owner, dtype=np.int32).repeat(lens)
         if len(jobs) == 1:
             job = jobs[0]
             return [RenderResult(ids, mask, index, job.conversation, job.dropped, job.open_last)]
+        ends = np.cumsum(lens)
         out: list[RenderResult] = []
         a = 0
         k = 0
         for job in jobs:
-            b = a + sum(lens[k:k + len(job.items)])
             k += len(job.items)
+            b = int(ends[k - 1]) if k else 0
             out.append(RenderResult(ids[a:b], mask[a:b], index[a:b], job.conversation, job.dropped, job.open_last))
             a = b
         return out
