@@ -16,6 +16,9 @@ process, fastest of ``--rounds`` interleaved rounds, each timed against the floo
 - ``skeleton: read + assemble``: the same plus one pass over every record's dicts (each
   message's keys and values, tool calls' JSON arguments parsed once), the least work any
   reader of OpenAI dicts does;
+- ``skeleton: joined BPE + numpy`` (``read +`` it): the same layouts, 256 conversations per
+  tokenizer call (``Tokenizer.encode_joined``, as ``render_batch`` encodes a chunk), ids and
+  mask placed by numpy: the cheapest assembly on tiktoken's API, below the per-run floor;
 - ``ocml render_batch`` as installed.
 
 Speeds are tokens/s as % of the floor's (control tokens counted, as ``bench_builds.py`` does).
@@ -235,10 +238,42 @@ def main() -> None:
         read()
         assemble()
 
+    chunks = [layouts[k:k + 256] for k in range(0, len(layouts), 256)]  # render_batch's chunk
+
+    def joined() -> None:
+        for chunk in chunks:  # one BPE call per chunk (Tokenizer.encode_joined), numpy places the ids
+            texts: list[str] = []
+            cids: list[int] = []
+            is_text: list[bool] = []
+            bits: list[bool] = []
+            for plan in chunk:
+                for text, cid, trained in plan:
+                    if text is not None:
+                        texts.append(text)
+                    else:
+                        cids.append(cid)  # type: ignore[arg-type]
+                    is_text.append(text is not None)
+                    bits.append(trained)
+            text_ids, counts = tok.encode_joined(texts)
+            where = np.array(is_text, dtype=bool)
+            lens = np.ones(len(is_text), dtype=np.int64)
+            lens[where] = counts
+            ids = np.empty(int(lens.sum()), dtype=np.int32)
+            at = where.repeat(lens)
+            ids[at] = text_ids
+            ids[~at] = cids
+            np.array(bits, dtype=bool).repeat(lens)
+
+    def read_joined() -> None:
+        read()
+        joined()
+
     def ocml() -> None:
         enc.render_batch(chat)
 
-    work: dict[str, Any] = {"skeleton: BPE lists -> one array": arrays, "skeleton: assemble": assemble, "skeleton: read + assemble": read_assemble,
+    work: dict[str, Any] = {"skeleton: BPE lists -> one array": arrays, "skeleton: assemble": assemble,
+                            "skeleton: read + assemble": read_assemble,
+                            "skeleton: joined BPE + numpy": joined, "skeleton: read + joined BPE + numpy": read_joined,
                             "ocml render_batch": ocml}
     for fn in (floor, *work.values()):
         fn()
