@@ -2,8 +2,9 @@
 
 The only place render ids are produced.  Header pieces (``prompt`` + ``header`` of
 a plan) repeat across messages, so their ids are cached per ``Format.header_key``
-and a plain-text message never builds a plan at all; text pieces are encoded once
-each (``ocml.encoder.textenc``); the mask and message index come from run lengths
+and a plain-text message never builds a plan at all; the text pieces of a render or
+batch chunk are encoded in one tokenizer call where the backend can (``ocml.encoder.textenc``),
+each exactly as alone; the mask and message index come from run lengths
 (``np.repeat``), never from re-tokenizing or offset mapping.  In a batch the
 results are views into one set of arrays.
 """
@@ -177,8 +178,9 @@ class Renderer:
 
     One per (format, tokenizer).  Three phases so a batch pays numpy and thread
     hand-off costs once: ``layout`` (Python, per message, header ids from a cache keyed
-    by ``Format.header_key``), ``TextEncoder.encode`` (the tokenizer), ``assemble``
-    (one concatenate and two ``np.repeat`` over run lengths for the whole batch).
+    by ``Format.header_key``; the format's ``PieceLayout`` or ``RunLayout``, chosen once),
+    ``TextEncoder.encode_items`` (the tokenizer), ``assemble`` (two ``np.repeat`` over
+    item lengths for the whole batch).
     """
 
     def __init__(self, fmt: Format, tokenizer: Tokenizer, threads: int | None = None) -> None:
@@ -186,7 +188,7 @@ class Renderer:
         self.tokenizer = tokenizer
         self.text = TextEncoder(tokenizer, threads)
         self._ctl: dict[str, tuple[int, ...]] = {}
-        self._headers: dict[tuple[Any, ...], tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        self._headers: dict[tuple[Any, ...], tuple[tuple[Any, ...], int]] = {}  # header_key -> (items, prompt items)
         self.sections = SectionIds()  # body ids of interned system/developer sections (encoder.sections)
         self.strategy = layout_strategy(fmt, self)
 

@@ -1,6 +1,13 @@
 """Text pieces -> ids for the renderer (the only tokenizer calls a render makes).
 
-Why the split by length: a short piece is cheapest as tiktoken's Python int list (one
+A render (or a ``render_batch`` chunk) encodes all its text in one tokenizer call where the
+backend can (``Tokenizer.encode_joined``: tiktoken, the texts joined by a special token only
+that call allows, whose ids then cut the output): one call instead of one per piece, and no
+Python ints.  ``encode_items`` then places the text ids among the cached id items with
+numpy.  Text a backend cannot join (an HF tokenizer, a text that spells the separator, a lone
+surrogate) is encoded one piece at a time (``encode``), as whole runs are (``whole_runs``).
+
+One at a time, why the split by length: a short piece is cheapest as tiktoken's Python int list (one
 call, appended to a running list); a long one is cheapest as tiktoken's u32 buffer viewed
 as int32 (no Python ints at all, no list -> array copy).  With ``threads > 1`` (opt-in),
 a render with a lot of long text and a tokenizer that runs without the GIL splits the
