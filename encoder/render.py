@@ -108,7 +108,7 @@ class PieceLayout:
     header is two id items (prompt, header), a control one id item, and the body ids of an
     interned system/developer section are cached (``encoder.sections``)."""
 
-    sections = True
+    cache_sections = True
 
     def __init__(self, renderer: Renderer) -> None:
         self.renderer = renderer
@@ -116,6 +116,7 @@ class PieceLayout:
         self.control = renderer.control_ids
 
     def items(self, pieces: Sequence[Piece]) -> tuple[Any, ...]:
+        """Pieces (framing, generation prompt, after a message) as layout items: one id item."""
         return (self.renderer.pieces_ids(pieces),)
 
     def header(self, plan: MessagePlan) -> tuple[tuple[Any, ...], int]:
@@ -124,10 +125,10 @@ class PieceLayout:
         return (ids(plan.prompt), ids(plan.header, bool(plan.prompt) and plan.prompt[-1][0] != CTL)), 1
 
     def finish(self, job: RenderJob) -> None:
-        pass
+        """A laid-out job as it is (RunLayout merges its text runs here)."""
 
     def expand(self, jobs: Sequence[RenderJob]) -> None:
-        pass
+        """Nothing to expand (RunLayout encodes and cuts its runs here)."""
 
 
 class RunLayout:
@@ -135,7 +136,7 @@ class RunLayout:
     controls is one item, encoded in one call (a control spelled as text joins the run), its
     segments placed among the tokens by the straddling rule when ``assemble`` expands it."""
 
-    sections = False  # a section's body joins the run around it: its ids alone are not its ids here
+    cache_sections = False  # a section's body joins the run around it: its ids alone are not its ids here
 
     def __init__(self, renderer: Renderer) -> None:
         self.renderer = renderer
@@ -150,6 +151,7 @@ class RunLayout:
         return item
 
     def items(self, pieces: Sequence[Piece]) -> tuple[Any, ...]:
+        """Pieces as layout items: registered controls as ids, text (and controls spelled as text) as text."""
         return tuple(self.control(val) if kind == CTL else val for kind, val in pieces if val)
 
     def header(self, plan: MessagePlan) -> tuple[tuple[Any, ...], int]:
@@ -245,7 +247,7 @@ class Renderer:
         headers = self._headers
         ctl, ctl_cache = how.control, how.controls
         after = how.items(fmt.after_message) if fmt.after_message else ()
-        sections = how.sections
+        sections = how.cache_sections
         ctx: PlanContext | None = None
         last = keep[-1] if keep else -1
         # prompt mode: the format may leave the last message open for the model to continue
