@@ -121,12 +121,18 @@ class _NonFinite(ValueError):
     pass
 
 
+#: ``json.loads(text, parse_constant=_constant)`` builds this decoder on every call; one is enough
+_STRICT = json.JSONDecoder(parse_constant=_constant)
+
+
 def loads_strict(text: str, what: str, *, field: str | None, index: int | None) -> Any:
     """JSON text that ocml writes as JSON (arguments, bodies): parsed, then held to ``check_value``
     (``json.JSONDecodeError`` passes through)."""
     check_text_depth(text, what, field=field, index=index)
     try:
-        value = json.loads(text, parse_constant=_constant)
+        # json.loads' own checks (a str, no BOM) first: its errors, word for word
+        value = _STRICT.decode(text) if type(text) is str and not text.startswith("\ufeff") \
+            else json.loads(text, parse_constant=_constant)
     except _NonFinite as exc:
         raise number_error(what, f"{exc} (not a JSON number)", field=field, index=index) from None
     except json.JSONDecodeError:

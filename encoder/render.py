@@ -2,8 +2,9 @@
 
 The only place render ids are produced.  Header pieces (``prompt`` + ``header`` of
 a plan) repeat across messages, so their ids are cached per ``Format.header_key``
-and a plain-text message never builds a plan at all; text pieces are encoded once
-each (``ocml.encoder.textenc``); the mask and message index come from run lengths
+and a plain-text message never builds a plan at all; the text pieces of a render or
+batch chunk are encoded in one tokenizer call where the backend can (``ocml.encoder.textenc``),
+each exactly as alone; the mask and message index come from run lengths
 (``np.repeat``), never from re-tokenizing or offset mapping.  In a batch the
 results are views into one set of arrays.
 """
@@ -22,8 +23,8 @@ from .errors import OcmlError
 from .formats.base import Format, PlanContext
 from .masks import IGNORE, Flags
 from .messages import Conversation
-from .pieces import CTL, OFF, TXT, Piece
-from .runs import expand_runs, merge_runs
+from .plan import CTL, OFF, TXT, MessagePlan, Piece
+from .whole_runs import expand_runs, merge_runs
 from .sections import SECTIONS, SectionIds
 from .textenc import TextEncoder
 
@@ -102,13 +103,86 @@ class RenderJob:
         self.owner: list[int] = []
 
 
+class PieceLayout:
+    """Every text piece encoded on its own (BPE never merges across a piece boundary): a
+    header is two id items (prompt, header), a control one id item, and the body ids of an
+    interned system/developer section are cached (``encoder.sections``)."""
+
+    cache_sections = True
+
+    def __init__(self, renderer: Renderer) -> None:
+        self.renderer = renderer
+        self.controls = renderer._ctl  # control -> ids, filled by ``control``
+        self.control = renderer.control_ids
+
+    def items(self, pieces: Sequence[Piece]) -> tuple[Any, ...]:
+        """Pieces (framing, generation prompt, after a message) as layout items: one id item."""
+        return (self.renderer.pieces_ids(pieces),)
+
+    def header(self, plan: MessagePlan) -> tuple[tuple[Any, ...], int]:
+        """A header's cached items and how many of them are the prompt part."""
+        ids = self.renderer.pieces_ids
+        return (ids(plan.prompt), ids(plan.header, bool(plan.prompt) and plan.prompt[-1][0] != CTL)), 1
+
+    def finish(self, job: RenderJob) -> None:
+        """A laid-out job as it is (RunLayout merges its text runs here)."""
+
+    def expand(self, jobs: Sequence[RenderJob]) -> None:
+        """Nothing to expand (RunLayout encodes and cuts its runs here)."""
+
+
+class RunLayout:
+    """Whole runs (``ocml.encoder.whole_runs``): every run of text between two registered
+    controls is one item, encoded in one call (a control spelled as text joins the run), its
+    segments placed among the tokens by the straddling rule when ``assemble`` expands it."""
+
+    cache_sections = False  # a section's body joins the run around it: its ids alone are not its ids here
+
+    def __init__(self, renderer: Renderer) -> None:
+        self.renderer = renderer
+        self.controls: dict[str, tuple[int, ...] | str] = {}  # control -> its item, filled by ``control``
+
+    def control(self, token: str) -> tuple[int, ...] | str:
+        """A registered control as its id, else its text (joins the run)."""
+        item = self.controls.get(token)
+        if item is None:
+            cid = self.renderer.tokenizer.control_id(token)
+            item = self.controls[token] = (cid,) if cid is not None else token
+        return item
+
+    def items(self, pieces: Sequence[Piece]) -> tuple[Any, ...]:
+        """Pieces as layout items: registered controls as ids, text (and controls spelled as text) as text."""
+        return tuple(self.control(val) if kind == CTL else val for kind, val in pieces if val)
+
+    def header(self, plan: MessagePlan) -> tuple[tuple[Any, ...], int]:
+        prompt = self.items(plan.prompt)
+        return prompt + self.items(plan.header), len(prompt)
+
+    def finish(self, job: RenderJob) -> None:
+        job.items, job.train, job.owner = merge_runs(job.items, job.train, job.owner)
+
+    def expand(self, jobs: Sequence[RenderJob]) -> None:
+        """Encode the runs and cut them by the straddling rule (before the text is encoded)."""
+        r = self.renderer
+        for job in jobs:
+            job.items, job.train, job.owner = expand_runs(job.items, job.train, job.owner, r.text.encode,
+                                                          r.byte_len, r.byte_len_list)
+
+
+def layout_strategy(fmt: Format, renderer: Renderer) -> PieceLayout | RunLayout:
+    """The format's layout, chosen once per renderer: the one place render reads the format's
+    layout strategy (``Format.text_layout.whole_runs``)."""
+    return RunLayout(renderer) if fmt.text_layout.whole_runs else PieceLayout(renderer)
+
+
 class Renderer:
     """Lays messages out as items, encodes the text, assembles numpy arrays.
 
     One per (format, tokenizer).  Three phases so a batch pays numpy and thread
     hand-off costs once: ``layout`` (Python, per message, header ids from a cache keyed
-    by ``Format.header_key``), ``TextEncoder.encode`` (the tokenizer), ``assemble``
-    (one concatenate and two ``np.repeat`` over run lengths for the whole batch).
+    by ``Format.header_key``; the format's ``PieceLayout`` or ``RunLayout``, chosen once),
+    ``TextEncoder.encode_items`` (the tokenizer), ``assemble`` (two ``np.repeat`` over
+    item lengths for the whole batch).
     """
 
     def __init__(self, fmt: Format, tokenizer: Tokenizer, threads: int | None = None) -> None:
@@ -116,8 +190,9 @@ class Renderer:
         self.tokenizer = tokenizer
         self.text = TextEncoder(tokenizer, threads)
         self._ctl: dict[str, tuple[int, ...]] = {}
-        self._headers: dict[tuple[Any, ...], tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        self._headers: dict[tuple[Any, ...], tuple[tuple[Any, ...], int]] = {}  # header_key -> (items, prompt items)
         self.sections = SectionIds()  # body ids of interned system/developer sections (encoder.sections)
+        self.strategy = layout_strategy(fmt, self)
 
     def control_ids(self, token: str) -> tuple[int, ...]:
         """A control as one id, or (fallback) its ASCII text as ordinary tokens."""
@@ -143,18 +218,9 @@ class Renderer:
                 after_text = True
         return tuple(out)
 
-    def control_item(self, token: str) -> tuple[int, ...] | str:
-        """Whole-run formats: a registered control as its id, else its text (joins the run)."""
-        cid = self.tokenizer.control_id(token)
-        return (cid,) if cid is not None else token
-
-    def pieces_items(self, pieces: Sequence[Piece]) -> tuple[Any, ...]:
-        """Whole-run formats: pieces as layout items (ids of registered controls, else text)."""
-        return tuple(self.control_item(val) if kind == CTL else val for kind, val in pieces if val)
-
     @property
     def byte_len(self) -> np.ndarray:
-        """Per id: its byte length (places run segments among tokens, ``ocml.encoder.runs``)."""
+        """Per id: its byte length (places run segments among tokens, ``ocml.encoder.whole_runs``)."""
         bl = getattr(self, "_byte_len", None)
         if bl is None:
             bl = np.fromiter((0 if b is None else len(b) for b in self.tokenizer.token_bytes_table), dtype=np.int64)
@@ -171,16 +237,17 @@ class Renderer:
     def layout(self, conv: Conversation, keep: Sequence[int], flags: Sequence[Flags], train_mode: bool,
                prompt_mode: bool, dropped: tuple[int, ...], open_last: bool = False) -> RenderJob:
         """``open_last`` (mode="continue"): like train, with the last message left open - no
-        terminator, nothing after it - so a model continues it (prefilled generation)."""
+        terminator, nothing after it - so a model continues it (prefilled generation).  The
+        format's strategy (``self.strategy``, chosen once) says how pieces become items."""
         fmt = self.format
+        how = self.strategy
         msgs = conv.messages
         job = RenderJob(conv, dropped, open_last)
         items, train, owner = job.items, job.train, job.owner
         headers = self._headers
-        merge = fmt.text_layout.whole_runs
-        ctl = self.control_item if merge else self.control_ids
-        after = self.pieces_items(fmt.text_layout.after_message) if merge else (
-            (self.pieces_ids(fmt.text_layout.after_message),) if fmt.text_layout.after_message else ())
+        ctl, ctl_cache = how.control, how.controls
+        after = how.items(fmt.text_layout.after_message) if fmt.text_layout.after_message else ()
+        sections = how.cache_sections
         ctx: PlanContext | None = None
         last = keep[-1] if keep else -1
         # prompt mode: the format may leave the last message open for the model to continue
@@ -188,10 +255,9 @@ class Renderer:
         cont = open_last or (prompt_mode and last >= 0 and fmt.prompt_continues(msgs[last]))
         prefix, suffix = fmt.frame_pieces(conv)
         if prefix:
-            self._add_framing(job, prefix, merge)
+            self._add_framing(job, prefix)
         # per message: bound methods looked up once, the end control's ids from the cache itself
         end_token, header_key, plain_body = fmt.end_token, fmt.header_key, fmt.plain_body
-        ctl_ids = None if merge else self._ctl
         for i, (f_prompt, f_header, f_body, f_end) in zip(keep, flags):
             m = msgs[i]
             end = "" if cont and i == last else end_token(m, train_mode and i == last)
@@ -201,7 +267,8 @@ class Renderer:
             plan = None
             sec = None  # cached body ids of a section seen before (same content, same object)
             s = m.structured
-            if s is not None and not merge and SECTIONS.interned(s):
+            interned = sections and s is not None and SECTIONS.interned(s)
+            if interned:
                 if ctx is None:
                     ctx = fmt.context(conv)
                 sec = self.sections.get(s, ctx.has_function_tools)
@@ -215,25 +282,18 @@ class Renderer:
                     exc.args = (exc._render(),)
                     raise
                 if hit is None:
-                    if merge:
-                        hit = (self.pieces_items(plan.prompt), self.pieces_items(plan.header))
-                    else:
-                        hit = (self.pieces_ids(plan.prompt),
-                               self.pieces_ids(plan.header, bool(plan.prompt) and plan.prompt[-1][0] != CTL))
+                    hit = how.header(plan)
                     if len(headers) >= _HEADER_CACHE_MAX:
                         headers.clear()
                     headers[key] = hit
-            if merge:
-                p, h = hit
-                items += p
-                items += h
-                train += [f_prompt] * len(p) + [f_header] * len(h)
-                owner += [i] * (len(p) + len(h))
-            else:
-                items += hit
+            head, n_prompt = hit
+            items += head
+            if n_prompt == 1 and len(head) == 2:  # the piece layout: one prompt item, one header item
                 train += (f_prompt, f_header)
-                owner += (i, i)
-            if sec is None and plan is not None and s is not None and not merge and SECTIONS.interned(s) \
+            else:
+                train += [f_prompt] * n_prompt + [f_header] * (len(head) - n_prompt)
+            owner += [i] * len(head)
+            if interned and sec is None and plan is not None \
                     and len(plan.body) == 1 and plan.body[0][0] == TXT and plan.body[0][1]:
                 sec = self.text.ids(plan.body[0][1])
                 self.sections.put(s, ctx.has_function_tools, sec)  # type: ignore[union-attr]
@@ -249,7 +309,7 @@ class Renderer:
             else:
                 for kind, val in plan.body:
                     if kind == CTL:
-                        items.append(ctl(val))
+                        items.append(ctl_cache.get(val) or ctl(val))
                     elif val:
                         items.append(val)
                     else:
@@ -257,7 +317,7 @@ class Renderer:
                     train.append(f_body and kind != OFF)
                     owner.append(i)
             if end:
-                items.append((ctl_ids.get(end) if ctl_ids is not None else None) or ctl(end))
+                items.append(ctl_cache.get(end) or ctl(end))
                 train.append(f_end)
                 owner.append(i)
             if after and not (cont and i == last):
@@ -265,24 +325,18 @@ class Renderer:
                 train += [False] * len(after)
                 owner += [i] * len(after)
         if prompt_mode and not cont:
-            if merge:
-                gp = self.pieces_items(fmt.generation_prompt())
-                items += gp
-                train += [False] * len(gp)
-                owner += [-1] * len(gp)
-            else:
-                items.append(self.pieces_ids(fmt.generation_prompt()))
-                train.append(False)
-                owner.append(-1)
+            gp = how.items(fmt.generation_prompt())
+            items += gp
+            train += [False] * len(gp)
+            owner += [-1] * len(gp)
         elif suffix and not prompt_mode and not open_last:
-            self._add_framing(job, suffix, merge)
-        if merge:
-            job.items, job.train, job.owner = merge_runs(items, train, owner)
+            self._add_framing(job, suffix)
+        how.finish(job)
         return job
 
-    def _add_framing(self, job: RenderJob, pieces: Sequence[Piece], merge: bool) -> None:
+    def _add_framing(self, job: RenderJob, pieces: Sequence[Piece]) -> None:
         """Conversation framing (``<s>`` / ``</s>``): never trained, owner ``SYNTHESIZED``."""
-        its = self.pieces_items(pieces) if merge else (self.pieces_ids(pieces),)
+        its = self.strategy.items(pieces)
         job.items += its
         job.train += [False] * len(its)
         job.owner += [SYNTHESIZED] * len(its)
@@ -290,26 +344,22 @@ class Renderer:
     def layout_pieces(self, entries: Sequence[tuple[Piece, bool, int]], conv: Conversation) -> RenderJob:
         """Pieces with their own (trained, owner) flags as one job (fill-in-the-middle documents)."""
         job = RenderJob(conv, ())
-        merge = self.format.text_layout.whole_runs
+        ctl = self.strategy.control
         for (kind, val), t, o in entries:
             if kind == CTL:
-                job.items.append(self.control_item(val) if merge else self.control_ids(val))
+                job.items.append(ctl(val))
             elif val:
                 job.items.append(val)
             else:
                 continue
             job.train.append(t and kind != OFF)
             job.owner.append(o)
-        if merge:
-            job.items, job.train, job.owner = merge_runs(job.items, job.train, job.owner)
+        self.strategy.finish(job)
         return job
 
     def assemble(self, jobs: Sequence[RenderJob]) -> list[RenderResult]:
         """Encode the text of ``jobs`` and cut one set of arrays into per-job results."""
-        if self.format.text_layout.whole_runs:  # whole runs: encoded here, cut by the straddling rule
-            for job in jobs:
-                job.items, job.train, job.owner = expand_runs(job.items, job.train, job.owner, self.text.encode,
-                                                              self.byte_len, self.byte_len_list)
+        self.strategy.expand(jobs)
         if len(jobs) == 1:
             items, train, owner = jobs[0].items, jobs[0].train, jobs[0].owner
         else:
@@ -318,34 +368,19 @@ class Renderer:
                 items += job.items
                 train += job.train
                 owner += job.owner
-        self.text.encode(items)
-        parts: list[np.ndarray] = []
-        run: list[int] = []
-        ndarray = np.ndarray
-        for it in items:
-            if type(it) is ndarray:
-                if run:
-                    parts.append(np.fromiter(run, dtype=np.int32, count=len(run)))  # 2x np.array
-                    run = []
-                parts.append(it)
-            else:
-                run += it
-        lens = [len(it) for it in items]
-        if run or not parts:
-            parts.append(np.fromiter(run, dtype=np.int32, count=len(run)))  # 2x np.array
-        ids = parts[0] if len(parts) == 1 else np.concatenate(parts)
-        lens_arr = np.array(lens, dtype=np.int64)
-        mask = np.array(train, dtype=bool).repeat(lens_arr)
-        index = np.array(owner, dtype=np.int32).repeat(lens_arr)
+        ids, lens = self.text.encode_items(items)
+        mask = np.array(train, dtype=bool).repeat(lens)
+        index = np.array(owner, dtype=np.int32).repeat(lens)
         if len(jobs) == 1:
             job = jobs[0]
             return [RenderResult(ids, mask, index, job.conversation, job.dropped, job.open_last)]
+        ends = np.cumsum(lens)
         out: list[RenderResult] = []
         a = 0
         k = 0
         for job in jobs:
-            b = a + sum(lens[k:k + len(job.items)])
             k += len(job.items)
+            b = int(ends[k - 1]) if k else 0
             out.append(RenderResult(ids[a:b], mask[a:b], index[a:b], job.conversation, job.dropped, job.open_last))
             a = b
         return out

@@ -1,6 +1,13 @@
 """Text pieces -> ids for the renderer (the only tokenizer calls a render makes).
 
-Why the split by length: a short piece is cheapest as tiktoken's Python int list (one
+A render (or a ``render_batch`` chunk) encodes all its text in one tokenizer call where the
+backend can (``Tokenizer.encode_joined``: tiktoken, the texts joined by a special token only
+that call allows, whose ids then cut the output): one call instead of one per piece, and no
+Python ints.  ``encode_items`` then places the text ids among the cached id items with
+numpy.  Text a backend cannot join (an HF tokenizer, a text that spells the separator, a lone
+surrogate) is encoded one piece at a time (``encode``), as whole runs are (``whole_runs``).
+
+One at a time, why the split by length: a short piece is cheapest as tiktoken's Python int list (one
 call, appended to a running list); a long one is cheapest as tiktoken's u32 buffer viewed
 as int32 (no Python ints at all, no list -> array copy).  With ``threads > 1`` (opt-in),
 a render with a lot of long text and a tokenizer that runs without the GIL splits the
@@ -13,6 +20,8 @@ import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from itertools import compress
+from operator import not_
 from typing import Any
 
 import numpy as np
@@ -69,6 +78,25 @@ def _encoding_error(text: str) -> InputError:
     return encoding_error(text, max(at, 0), index=None, field="text")
 
 
+def _flat(seqs: list[Any]) -> np.ndarray:
+    """Id sequences (tuples, lists, int32 arrays) one after the other as one int32 array: runs
+    of Python ints become one array each, arrays join as they are."""
+    parts: list[np.ndarray] = []
+    run: list[int] = []
+    ndarray = np.ndarray
+    for it in seqs:
+        if type(it) is ndarray:
+            if run:
+                parts.append(np.fromiter(run, dtype=np.int32, count=len(run)))  # 2x np.array
+                run = []
+            parts.append(it)
+        else:
+            run += it
+    if run or not parts:
+        parts.append(np.fromiter(run, dtype=np.int32, count=len(run)))
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
 class TextEncoder:
     """Encodes the text items of render jobs in place."""
 
@@ -108,6 +136,69 @@ class TextEncoder:
         enc = self.long
         for k in long_at:
             items[k] = enc(items[k])
+
+    def encode_items(self, items: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+        """The ids of ``items`` (id tuples or lists, int32 arrays, text) one after the other as
+        one int32 array, and each item's count (int64).  The text is encoded in one tokenizer
+        call where the backend can (``Tokenizer.encode_joined``), else one by one (``encode``);
+        the ids of both kinds meet by boolean placement (no Python loop over tokens)."""
+        is_text = [type(it) is str for it in items]
+        texts = list(compress(items, is_text))
+        if not texts:
+            return _flat(items), np.array([len(it) for it in items], dtype=np.int64)
+        text_ids, text_counts = self._encode_texts(texts)
+        if len(texts) == len(items):
+            return text_ids, text_counts
+        others = list(compress(items, map(not_, is_text)))
+        where = np.array(is_text, dtype=bool)
+        counts = np.empty(len(items), dtype=np.int64)
+        counts[where] = text_counts
+        counts[~where] = [len(it) for it in others]
+        ids = np.empty(int(counts.sum()), dtype=np.int32)
+        token_is_text = where.repeat(counts)
+        ids[token_is_text] = text_ids
+        ids[~token_is_text] = _flat(others)
+        return ids, counts
+
+    def _encode_texts(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        joined = self.tokenizer.encode_joined
+        if self.parallel and len(texts) > 1:
+            total = sum(map(len, texts))
+            if total >= PARALLEL_MIN_CHARS:
+                return self._parallel_joined(texts, total)
+        got = joined(texts)
+        if got is not None:
+            return got
+        encoded: list[Any] = list(texts)
+        self.encode(encoded)  # one by one: raises the typed error of a text no tokenizer takes
+        return _flat(encoded), np.array([len(ids) for ids in encoded], dtype=np.int64)
+
+    def _parallel_joined(self, texts: list[str], total: int) -> tuple[np.ndarray, np.ndarray]:
+        """Contiguous shares of about equal characters, each joined in one call; the caller
+        thread takes the first share, the pool the others (the Rust side runs without the GIL)."""
+        n = min(self.threads, len(texts))
+        cuts = [0]
+        per = total / n
+        acc = 0
+        for k, t in enumerate(texts):
+            acc += len(t)
+            if acc >= per * len(cuts) and len(cuts) < n:
+                cuts.append(k + 1)
+        cuts.append(len(texts))
+        shares = [texts[a:b] for a, b in zip(cuts, cuts[1:]) if b > a]
+
+        def run(share: list[str]) -> tuple[np.ndarray, np.ndarray]:
+            got = self.tokenizer.encode_joined(share)
+            if got is not None:
+                return got
+            encoded: list[Any] = list(share)
+            self.encode(encoded)
+            return _flat(encoded), np.array([len(ids) for ids in encoded], dtype=np.int64)
+
+        pool = _get_pool(self.threads - 1)
+        futures = [pool.submit(run, share) for share in shares[1:]]
+        done = [run(shares[0]), *(f.result() for f in futures)]
+        return np.concatenate([d[0] for d in done]), np.concatenate([d[1] for d in done])
 
     def ids(self, text: str) -> np.ndarray:
         """One text as int32 ids, exactly as ``encode`` encodes it in a render (section cache)."""

@@ -172,3 +172,41 @@ def test_threads_setting(monkeypatch):
     monkeypatch.setenv("OCML_NUM_THREADS", "3")
     assert encoder.Encoder("harmony").renderer.text.threads == 3
     assert encoder.Encoder("harmony", threads=1).renderer.text.parallel is False
+
+
+@pytest.mark.parametrize("base", ["o200k_harmony", "o200k_base", "cl100k_base"])
+def test_encode_joined_equals_encode_text_one_by_one(base):
+    """Many texts in one tokenizer call (joined by a special only that call allows) give each
+    text's ``encode_text`` ids; a text that spells the separator or holds a lone surrogate gets
+    None (the renderer then encodes one by one)."""
+    tok = vocab.load(base, register="openchatml-2.2") if base == "o200k_base" else vocab.load(base)
+    rng = random.Random(8)
+    sep = max(tok.specials, key=tok.specials.__getitem__)
+    specials = sorted(set(tok.specials) - {sep})
+    for _ in range(30):
+        texts = [long_text(rng, rng.choice([0, 1, 5, 40, 700])) for _ in range(rng.randint(1, 12))]
+        for k in range(len(texts)):  # controls spelled inside text stay ordinary text
+            if rng.random() < 0.2:
+                texts[k] += rng.choice(specials) + " \n "
+        ids, counts = tok.encode_joined(texts)
+        want = [tok.encode_text(t) for t in texts]
+        assert ids.dtype == np.int32 and counts.tolist() == [len(w) for w in want]
+        assert ids.tolist() == [i for w in want for i in w]
+    assert tok.encode_joined(["a", "b" + sep, "c"]) is None
+    assert tok.encode_joined(["a", "b\ud800"]) is None
+
+
+@pytest.mark.parametrize("name", ["harmony", "ocm22", "ocm22-fallback", "ocm20-fallback", "chatml"])
+def test_render_without_joined_encoding_is_the_same(name, monkeypatch):
+    """The one-call text encoding (``Tokenizer.encode_joined``) and encoding one text at a time
+    give the same renders, batched or not (ChatML: whole runs)."""
+    enc = encoder.Encoder("chatml") if name == "chatml" else enc_(name)
+    convs: list = corpus(40, seed=6) + big_conversations(2, seed=3)
+    joined = [enc.render_batch(convs, errors="collect", chunk=k).results for k in (1, 9)]
+    monkeypatch.setattr(enc.tokenizer, "encode_joined", lambda texts: None)
+    alone = [enc.render_batch(convs, errors="collect", chunk=k).results for k in (1, 9)]
+    for a_list, b_list in zip(joined, alone):
+        for a, b in zip(a_list, b_list):
+            assert (a is None) == (b is None)
+            if a is not None:
+                same(a, b)

@@ -73,6 +73,29 @@ class TiktokenTokenizer(Tokenizer):
 
         self.encode_text_array = encode_text_array  # type: ignore[method-assign]
 
+        # Many texts in one call: joined by a special token this call alone allows.  tiktoken
+        # encodes the text between two allowed specials exactly as ``encode_ordinary`` encodes it
+        # alone (its split pattern runs on that slice), so the separator's ids cut the output
+        # into each text's ids.  A text that spells the separator -> None (one by one).
+        if self.specials:
+            sep = max(self.specials, key=self.specials.__getitem__)
+            sep_id = self.specials[sep]
+            only_sep = frozenset((sep,))
+
+            def encode_joined(texts: Sequence[str], _buf: Any = to_buffer) -> tuple[np.ndarray, np.ndarray] | None:
+                joined = sep.join(texts)
+                if joined.count(sep) != len(texts) - 1:
+                    return None
+                try:
+                    out = np.frombuffer(_buf(joined, only_sep), dtype=np.int32)
+                except (UnicodeEncodeError, TypeError):  # lone surrogates, not a str: one by one names it
+                    return None
+                cuts = np.flatnonzero(out == sep_id)
+                counts = np.diff(cuts, prepend=-1, append=len(out)) - 1
+                return (out if not len(cuts) else np.delete(out, cuts)), counts
+
+            self.encode_joined = encode_joined  # type: ignore[method-assign]
+
     def encode_text(self, text: str) -> list[int]:  # replaced per instance in __init__
         raise NotImplementedError
 

@@ -69,6 +69,12 @@ class Tokenizer(ABC):
         """``encode_text`` as an int32 array (backends override it to skip the Python int list)."""
         return np.array(self.encode_text(text), dtype=np.int32)
 
+    def encode_joined(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
+        """Each text encoded as ``encode_text`` encodes it, all in one tokenizer call: the ids one
+        text after the other (int32) and each text's count (int64).  None when this backend
+        cannot, or not for these texts (lone surrogates...): the caller then encodes one by one."""
+        return None
+
     @property
     @abstractmethod
     def n_vocab(self) -> int:

@@ -21,7 +21,7 @@ from ..grammar.text import check_text
 from ..messages import Conversation, Message
 from ..arguments import check_json
 from ..messages import CotPolicy
-from ..pieces import CTL, TXT, MessagePlan, Piece
+from ..plan import CTL, TXT, MessagePlan, Piece
 from .strategies import MESSAGES, PIECES, PLAIN_TRANSCRIPT, TextLayout, TranscriptStyle, TurnShape
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..pieces import Piece
+from ..plan import Piece
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class TextLayout:
     """How a message's pieces become ids."""
 
     #: encode each run of text between two registered controls in one call, as the deployed
-    #: template's text was tokenized (``ocml.encoder.runs``: segments, the straddling-token
+    #: template's text was tokenized (``ocml.encoder.whole_runs``: segments, the straddling-token
     #: rule); else each text piece is encoded on its own (Harmony's rule)
     whole_runs: bool = False
     #: pieces after every message's terminator, never trained (ChatML's ``\n``)

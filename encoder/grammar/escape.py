@@ -28,7 +28,7 @@ import re
 from collections.abc import Sequence
 
 from ..errors import UnrepresentableError
-from ..pieces import CTL, TXT, Piece
+from ..plan import CTL, TXT, Piece
 
 #: what escapes a control spelled as text: one more of its first character
 ESCAPE = "<"

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InputError, OcmlError
 from ..messages import Conversation, Mode
 from ..render import RenderJob
-from ..runs import Run
+from ..whole_runs import Run
 from .detect import read_record, record_shape
 from .examples import EXAMPLE_TYPES, KtoExample, PreferencePair, PromptCompletion, TextExample
 from .shapes import RecordShape, ShapeOptions

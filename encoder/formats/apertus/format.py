@@ -17,7 +17,7 @@ Generation prompt: ``<|assistant_start|>``.
 Ids: whole-run encoding (``TextLayout.whole_runs``): tool brackets and the text around
 them are one run, as the models saw them.  Mask (default): the turn after
 ``<|assistant_start|>`` through ``<|assistant_end|>``, tool outputs excluded (a token that
-straddles an output bracket and the model's text is trained, ``ocml.encoder.runs``).
+straddles an output bracket and the model's text is trained, ``ocml.encoder.whole_runs``).
 
 Differences from the reference template, all deliberate:
 - the last turn is closed with ``<|assistant_end|>`` (the template never closes it; the
@@ -49,7 +49,7 @@ from ...grammar.text import check_text
 from ...messages import Conversation, Message
 from ...errors import UnrepresentableError
 from ...messages import CotPolicy
-from ...pieces import CTL, MessagePlan, Piece
+from ...plan import CTL, MessagePlan, Piece
 from .blocks import FRAME_ENDS, FRAME_STARTS, TOOL_CALLS, Turn, TurnBuilder, read_messages, turn_pieces
 from .tools import default_system, developer_text
 from ..base import Format, PlanContext

@@ -16,7 +16,7 @@ middle with ``<|fim_suffix|>`` (the suffix after it is context the model never p
 from left to right: that layout is for storage and interchange, not inference; its
 prompt form is the spec's task ``<|fim_prefix|>P<|fim_middle|><|fim_suffix|>S``).  In
 ``spm`` / ``sp`` the prefix and the middle are one run of text (encoded together: the
-straddling rule of ``ocml.encoder.runs`` decides the token that joins them).
+straddling rule of ``ocml.encoder.whole_runs`` decides the token that joins them).
 
 Multi-file sequences (§6): ``files`` before the document, each
 ``<|file_separator|>PATH\\nCONTENT\\n`` (no path: ``<|file_separator|>\\nCONTENT\\n``, the
@@ -37,7 +37,7 @@ from ocml.vocab.errors import as_enum, expect
 
 from ...errors import InputError, InputTypeError, ParseError, UnknownNameError
 from ...grammar.text import check_text
-from ...pieces import CTL, TXT, Piece
+from ...plan import CTL, TXT, Piece
 
 if TYPE_CHECKING:
     from ocml.vocab import ControlTable

@@ -19,7 +19,7 @@ models saw the template's text.  Mask (default): an assistant frame's content an
 ``<|im_end|>``; the header line ``<|im_start|>assistant[ name=X]\\n`` is the runtime's
 prompt and the ``\\n`` after ``<|im_end|>`` is layout (never trained).  A token that
 straddles the header/content boundary (content starting with ``\\n``) is trained
-(``ocml.encoder.runs``).
+(``ocml.encoder.whole_runs``).
 
 OpenAI / HF chat data with tools renders as Qwen2.5's template (the ChatML of deployed
 tool use): the tool list in the system frame (``# Tools`` ... ``<tools>`` one JSON line per
@@ -61,7 +61,7 @@ from ...grammar.roles import RoleGrammar
 from ...messages import Conversation, Message
 from ...messages import CotPolicy
 from ...reasoning import Reasoning, parse_reasoning, think_block
-from ...pieces import CTL, TXT, MessagePlan, Piece
+from ...plan import CTL, TXT, MessagePlan, Piece
 from ..base import Format, PlanContext
 from ..strategies import TextLayout, TranscriptStyle, TurnShape
 from . import QWEN_SYSTEM

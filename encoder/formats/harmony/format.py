@@ -29,7 +29,7 @@ from ...adapters import ChatStyle
 from ...errors import CallSchemaError, InputError
 from ...grammar.headers import Header
 from ...messages import Conversation, Message, Options
-from ...pieces import CTL, TXT, MessagePlan, Piece  # noqa: F401
+from ...plan import CTL, TXT, MessagePlan, Piece  # noqa: F401
 from ...sections import SECTIONS, content_key
 from ...grammar.headers import HeaderStyle
 from ...grammar.roles import BASE_ROLES, TOOL_NAME, RoleGrammar

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...grammar.text import check_value, encoding_error, surrogate_at
 from ...messages import Conversation
-from ...pieces import CTL, TXT, Piece
+from ...plan import CTL, TXT, Piece
 from ..base import Format, PlanContext
 from .sections import tail_field
 

@@ -21,7 +21,7 @@ from typing import ClassVar
 
 from ...errors import CallSchemaError
 from ...messages import CHANNELS, Conversation, Message
-from ...pieces import CTL, TXT, MessagePlan, Piece
+from ...plan import CTL, TXT, MessagePlan, Piece
 from ...grammar.headers import HeaderStyle
 from ...grammar.roles import BASE_ROLES, TOOL_NAME, RoleGrammar
 from ..base import Format, PlanContext
