@@ -190,7 +190,7 @@ def sample():
         peak["total"] = max(peak["total"], main + sum(kids))
 
 if __name__ == "__main__":
-    from ocml import encoder; import pyarrow.parquet, matplotlib.pyplot  # noqa: F401  (the baseline: imports + vocabulary)
+    from ocml import encoder; import pyarrow.parquet, PIL.Image  # noqa: F401  (the baseline: imports + vocabulary)
     from ocml.encoder.pipeline.run import PackOptions, run
     encoder.Encoder("openchatml-2.2")
     base = rss_kb(os.getpid())
