@@ -14,31 +14,28 @@ is checked as before.  The cache file's name holds the official file's path, siz
 so pointing ``$OCML_TIKTOKEN_DIR`` elsewhere (or reinstalling) reads and checks that file again.
 Nothing but bytes and lengths is read back (no pickle).
 
-Where: ``$OCML_CACHE_DIR``, else ``$XDG_CACHE_HOME/ocml``, else ``~/.cache/ocml``;
-``OCML_CACHE_DIR=off`` turns the cache off.  A cache that cannot be written (read-only home)
+Where: ``ranks/`` in ocml's cache folder (``$OCML_CACHE_DIR``, else ``~/.cache/ocml``: the
+converted HF tokenizers' too, ``hf_cache``).  A cache that cannot be written (read-only home)
 costs nothing but the speed: the official file is parsed as before.
 """
 
 from __future__ import annotations
 
 import hashlib
-from itertools import accumulate
 import os
 import struct
 import tempfile
+from itertools import accumulate
 from pathlib import Path
 
+from .hf_cache import cache_root
+
 MAGIC = b"OCMLRANKS1\n"
-CACHE_ENV = "OCML_CACHE_DIR"
 
 
-def cache_dir() -> Path | None:
-    """The folder of ocml's cached files, or None when ``OCML_CACHE_DIR=off``."""
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        return None if env.lower() == "off" else Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "ocml"
+def cache_dir() -> Path:
+    """``ranks/`` in ocml's cache folder."""
+    return cache_root() / "ranks"
 
 
 def encode(ranks: dict[bytes, int]) -> bytes | None:
@@ -72,7 +69,7 @@ def load(name: str, pinned: str | None, source: Path) -> dict[bytes, int] | None
     """The cached ranks of ``name`` made from ``source`` when the cache file matches ``pinned``;
     None otherwise."""
     folder = cache_dir()
-    if folder is None or not pinned:
+    if not pinned:
         return None
     try:
         data = cache_file(folder, name, source).read_bytes()
@@ -87,7 +84,7 @@ def store(name: str, pinned: str | None, source: Path, ranks: dict[bytes, int]) 
     """Write the cache file of ``name`` read from ``source`` (atomically) when its binary form
     has the pinned sha256."""
     folder = cache_dir()
-    if folder is None or not pinned:
+    if not pinned:
         return
     data = encode(ranks)
     if data is None or hashlib.sha256(data).hexdigest() != pinned:
