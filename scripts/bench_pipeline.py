@@ -1,29 +1,35 @@
 """``ocml pack`` end to end (JSONL -> packed Parquet): ratios against references, one run.
 
-    .venv/bin/python scripts/bench_pipeline.py [--records 4000] [--seq-len 4096] [--reps 3]
-                                               [--trl-records 600] [--memory-mb 48] [--quick]
+    .venv/bin/python scripts/bench_pipeline.py [--records 6000] [--seq-len 4096] [--reps 3]
+                                               [--trl-tokens 200000] [--memory-mb 64] [--no-memory] [--quick]
 
 Data: clean chat records from the bundled sample's generator (``scripts/make_sample.py``:
-system prompts, multi-turn, tools with calls and results, reasoning, code), as JSONL.
+system prompts, multi-turn, tools with calls and results, reasoning, code), as JSONL, and
+long prose conversations.
 
 1. **BPE floor**: tiktoken ``encode_ordinary`` over the same text (the runs between control
    tokens of the same renders), one core, nothing else: what any renderer must pay.
-2. **ocml pack**, ``--workers 1`` and ``2``: read JSONL, parse, render with masks, pack
-   (BFD), write Parquet + report + histogram; tokens/s = document tokens / wall time of
-   ``ocml.encoder.pipeline.run.run`` (the process, imports and vocabulary are warm: the CLI's
-   start-up, ~1 s, is reported separately).  Goal: >= 70% of the floor per worker.
-3. **TRL preparation path** on the first ``--trl-records`` records (it is slow): ``datasets``
-   ``load_dataset("json")`` -> ``map(apply_chat_template(..., tools=..., tokenize=True,
-   return_dict=True, return_assistant_tokens_mask=True))`` per example (what TRL's
-   ``SFTTrainer`` does) -> labels from ``assistant_masks`` -> ``trl.pack_dataset(bfd)`` ->
-   ``to_parquet``; the tokenizer is ocml's own converted to HF with ocml's exported training
-   chat template (same ids and masks as ocml, checked on a sample), so both sides do the same work.
-4. **Memory**: ``ocml pack --workers 2`` in a subprocess on generated inputs of
-   ``--memory-mb`` and half of that (both several packer epochs); peak RSS of the main process and of the largest
-   worker (``ru_maxrss``), and the in-memory size of the same input if it were loaded with
-   ``json.loads`` (sampled).  Flat peak across input sizes = bounded memory.
+2. **render_batch** on the records already parsed (``conversation_from_record``), in memory.
+3. **ocml pack**: ``--workers 1`` as the command runs by default (shuffled: a one-source
+   recipe), ``--no-shuffle`` with 1 and 2 workers, each also on 8 records (the fixed cost:
+   subtracted for the steady state); in this process, imports and vocabulary warm.
+4. **TRL preparation path** on the first ``--trl-tokens`` tokens of records (``0``: skipped):
+   ``datasets`` ``load_dataset("json")`` -> ``map(apply_chat_template(..., tools=...,
+   tokenize=True, return_dict=True, return_assistant_tokens_mask=True))`` per example (what
+   TRL's ``SFTTrainer`` does) -> labels from ``assistant_masks`` -> ``trl.pack_dataset(bfd)``
+   -> ``to_parquet``; the tokenizer is ocml's own converted to HF with ocml's exported training
+   chat template (same ids and masks as ocml, checked on a sample).
+5. **Issue 30's table** (printed last): steady state vs ``render_batch`` and vs the floor; the
+   fixed cost as the whole ``ocml pack`` process on 8 records (bytecode cached, best of
+   ``--reps``: wall and CPU); the main process's CPU against its workers' with ``--workers 2``
+   (``os.times``: self vs children), raw and without the 8-record run's share.
+6. **Memory** (unless ``--no-memory``): ``ocml pack --workers 2 --no-shuffle`` in a subprocess on
+   generated inputs of ``--memory-mb`` and half of that; peak RSS of the main process and of
+   the largest worker, and the in-memory size of the same input if loaded with ``json.loads``.
+   The default (recipe) run's memory: ``scripts/mem_pack.py``.
 
-Interleaved repetitions, medians; a shared 2-vCPU VM is noisy, read the ratios.
+Times: CPU time of this process for the single-process contenders (a shared machine's other
+load does not count), wall time for ``--workers 2``; the best round of ``--reps``.
 """
 
 from __future__ import annotations
@@ -32,7 +38,6 @@ import argparse
 import json
 import os
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
