@@ -251,7 +251,7 @@ def test_rank_cache_is_pinned_and_read_back(tmp_path, monkeypatch):
         data = bytearray(cached.read_bytes())
         data[-1] ^= 1  # one byte off: the pinned sha256 refuses it
         cached.write_bytes(bytes(data))
-        assert rank_cache.load("cl100k_base", base.encodings_table()["cl100k_base"]["ranks_bin_sha256"],
+        assert rank_cache.read_ranks("cl100k_base", base.encodings_table()["cl100k_base"]["ranks_bin_sha256"],
                                base._official_path("cl100k_base", base.encodings_table()["cl100k_base"])) is None
     finally:
         base._load_base.cache_clear()

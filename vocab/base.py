@@ -23,7 +23,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from . import rank_cache
+from .rank_cache import read_ranks, write_ranks
 from .errors import UnknownNameError, VocabError
 
 _LOCK = threading.Lock()
@@ -123,10 +123,10 @@ def _load_base(name_or_path: str) -> BaseVocab:
         path = _official_path(name_or_path, entry)
         pinned = entry.get("ranks_bin_sha256")
         # The same ranks, checked byte for byte, made from this very file (else re-read and checked).
-        ranks = rank_cache.load(name_or_path, pinned, path)
+        ranks = read_ranks(name_or_path, pinned, path)
         if ranks is None:
             ranks = parse_tiktoken_bytes(_read_official(name_or_path, entry, path), name_or_path)
-            rank_cache.store(name_or_path, pinned, path, ranks)
+            write_ranks(name_or_path, pinned, path, ranks)
         return BaseVocab(name_or_path, ranks, entry["pat_str"], dict(entry["specials"]), entry["sha256"])
     path = Path(name_or_path)
     if path.suffix in (".tiktoken", ".gz") or path.is_file():

@@ -65,7 +65,7 @@ def cache_file(folder: Path, name: str, source: Path) -> Path:
     return folder / f"{name}-{key}.ranks"
 
 
-def load(name: str, pinned: str | None, source: Path) -> dict[bytes, int] | None:
+def read_ranks(name: str, pinned: str | None, source: Path) -> dict[bytes, int] | None:
     """The cached ranks of ``name`` made from ``source`` when the cache file matches ``pinned``;
     None otherwise."""
     folder = cache_dir()
@@ -80,7 +80,7 @@ def load(name: str, pinned: str | None, source: Path) -> dict[bytes, int] | None
     return decode(data)
 
 
-def store(name: str, pinned: str | None, source: Path, ranks: dict[bytes, int]) -> None:
+def write_ranks(name: str, pinned: str | None, source: Path, ranks: dict[bytes, int]) -> None:
     """Write the cache file of ``name`` read from ``source`` (atomically) when its binary form
     has the pinned sha256."""
     folder = cache_dir()
