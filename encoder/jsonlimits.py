@@ -32,12 +32,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
 from .errors import InputError, OcmlError
+from .sections import content_key
 
 try:  # a dependency (pyproject); without it every line is read by json.loads, to the same values
     import orjson as _orjson
 except ImportError:  # pragma: no cover
     _orjson = None
-from .sections import content_key
 
 MAX_DEPTH = 128
 #: JSON text nested deeper than this is refused before parsing (the same verdict whatever

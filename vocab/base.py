@@ -23,8 +23,8 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from .rank_cache import read_ranks, write_ranks
 from .errors import UnknownNameError, VocabError
+from .rank_cache import read_ranks, write_ranks
 
 _LOCK = threading.Lock()
 
