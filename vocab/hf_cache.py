@@ -16,7 +16,7 @@ import re
 import tempfile
 from pathlib import Path
 
-__all__ = ["FORMAT_VERSION", "cache_digest", "cache_dir", "cache_path", "read_cached", "write_cached"]
+__all__ = ["FORMAT_VERSION", "cache_digest", "cache_dir", "cache_root", "cache_path", "read_cached", "write_cached"]
 
 #: Bump when the produced tokenizer.json changes, so old cache files are ignored.
 FORMAT_VERSION = 1
@@ -24,11 +24,16 @@ FORMAT_VERSION = 1
 _CACHE_MAGIC = "ocml-hf-tokenizer"
 
 
+def cache_root() -> Path:
+    """ocml's cache folder: ``$OCML_CACHE_DIR`` if set, else ``~/.cache/ocml`` (this one and
+    ``rank_cache``'s)."""
+    root = os.environ.get("OCML_CACHE_DIR")
+    return Path(root).expanduser() if root else Path.home() / ".cache" / "ocml"
+
+
 def cache_dir() -> Path:
     """``$OCML_CACHE_DIR/hf`` if set, else ``~/.cache/ocml/hf``."""
-    root = os.environ.get("OCML_CACHE_DIR")
-    base = Path(root).expanduser() if root else Path.home() / ".cache" / "ocml"
-    return base / "hf"
+    return cache_root() / "hf"
 
 
 def cache_digest(ranks: dict[bytes, int], pat_str: str, special_tokens: dict[str, int]) -> str:

@@ -79,7 +79,7 @@ class PackOptions:
     progress: bool | None = None     # None = when stderr is a terminal
     chunk_records: int = 256
     epoch_tokens: int = DEFAULT_EPOCH_TOKENS
-    plot: bool = True                # write lengths.png (matplotlib costs ~0.3 s a run)
+    plot: bool = True                # write lengths.png (Pillow: a few ms)
     max_bad_fraction: float = DEFAULT_MAX_BAD_FRACTION
     max_line_bytes: int = MAX_LINE_BYTES  # a longer JSON Lines line is a bad record (readers)
     keep_untrained: bool = False

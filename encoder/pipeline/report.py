@@ -73,39 +73,12 @@ class LengthHistogram:
         return out
 
     def plot(self, path: Path, seq_len: int | None, title: str) -> None:
-        """Histogram of document lengths (log-spaced bins when lengths span decades), seq_len marked."""
-        # The object API with the Agg canvas: no pyplot global state, no GUI backend, ever.
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
+        """Histogram of document lengths (log-spaced bins when lengths span decades), seq_len
+        marked (``lengthplot``: Pillow, not matplotlib, whose import was most of a run's fixed cost)."""
+        from .lengthplot import draw_histogram
 
-        fig = Figure(figsize=(8, 4.2), dpi=100)
-        FigureCanvasAgg(fig)
-        ax = fig.subplots()
-        fig.subplots_adjust(left=0.08, right=0.98, top=0.92, bottom=0.12)  # fixed: tight_layout costs a draw
-        nz = np.flatnonzero(self.counts)
-        if nz.size:
-            lo, hi = max(1, int(nz[0])), int(nz[-1]) + 1
-            log = hi / lo > 50
-            width = max(1, -(-(hi - lo) // 50))  # integer-wide bins: each holds the same number of lengths
-            edges = (np.unique(np.geomspace(lo, hi, 50).astype(np.int64)) if log
-                     else np.arange(lo, hi + width, width))
-            ax.hist(nz, bins=edges, weights=self.counts[nz], color="#4C72B0", edgecolor="white", linewidth=0.4)
-            if log:
-                ax.set_xscale("log")
-            st = self.stats(seq_len)
-            ax.axvline(st["p50"], color="#555555", linestyle=":", linewidth=1.2, label=f"median {st['p50']:,}")
-        if seq_len is not None:
-            over = int(self.counts[seq_len + 1:].sum())
-            ax.axvline(seq_len, color="#C44E52", linewidth=2,
-                       label=f"seq_len {seq_len:,} ({over:,} longer)")
-        ax.set_xlabel("document length (tokens)")
-        ax.set_ylabel("documents")
-        ax.set_title(title, fontsize=10)
-        ax.grid(axis="y", alpha=0.3)
-        ax.legend(frameon=False)
-        tmp = path.with_name("." + path.name + ".tmp.png")
-        fig.savefig(tmp)
-        os.replace(tmp, path)
+        median = self.stats(seq_len)["p50"] if self.total else None
+        draw_histogram(self.counts, path, seq_len, title, median)
 
 
 def log_summary(path: Path, key: str, limit: int = 10) -> dict[str, Any]:

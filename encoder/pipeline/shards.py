@@ -118,7 +118,7 @@ def parquet_table(block: Block, seq_idx: bool = False) -> Any:
 
     def lists(offsets: np.ndarray, values: np.ndarray, typ: Any) -> Any:
         # int32 offsets (``list``, what ``datasets`` writes); a block is far below 2**31 values.
-        return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pa.array(values, type=typ))
+        return pa.ListArray.from_arrays(arrow_array(offsets, pa.int32()), arrow_array(values, typ))
 
     if not block.packed:
         assert block.offsets is not None and block.mask is not None
@@ -128,9 +128,9 @@ def parquet_table(block: Block, seq_idx: bool = False) -> Any:
             "assistant_masks": lists(block.offsets, block.mask.astype(np.int8), pa.int8()),
         }
         if block.doc_source is not None and block.doc_record is not None:
-            cols["source"] = pa.array(block.doc_source.astype(np.int32), pa.int32())
-            cols["record"] = pa.array(block.doc_record.astype(np.int64), pa.int64())
-        return pa.table(cols)
+            cols["source"] = arrow_array(block.doc_source, pa.int32())
+            cols["record"] = arrow_array(block.doc_record, pa.int64())
+        return arrow_table(cols)
     assert block.seg_offsets is not None and block.seg_lengths is not None and block.seg_doc is not None
     seq_len = block.input_ids.shape[1]
     real = block.seg_doc != -1
@@ -160,7 +160,28 @@ def parquet_table(block: Block, seq_idx: bool = False) -> Any:
     if block.doc_source is not None and block.doc_record is not None:
         cols["doc_source"] = lists(seg_off, block.doc_source[real].astype(np.int32), pa.int32())
         cols["doc_record"] = lists(seg_off, block.doc_record[real].astype(np.int64), pa.int64())
-    return pa.table(cols)
+    return arrow_table(cols)
+
+
+def arrow_array(values: np.ndarray, typ: Any) -> Any:
+    """A numpy integer array as an Arrow array of ``typ`` (no nulls), sharing its buffer.
+
+    ``pa.array`` and ``pa.table`` import pandas whenever it is installed (~1 s, once per run:
+    issue 30's fixed cost); building from the buffer does not, and writes the same bytes."""
+    import pyarrow as pa
+
+    flat = np.ascontiguousarray(values, dtype=_NP_TYPES[str(typ)])
+    return pa.Array.from_buffers(typ, len(flat), [None, pa.py_buffer(flat)])
+
+
+def arrow_table(cols: dict[str, Any]) -> Any:
+    """``pa.table(cols)`` without its pandas import (``arrow_array``)."""
+    import pyarrow as pa
+
+    return pa.Table.from_arrays(list(cols.values()), names=list(cols))
+
+
+_NP_TYPES = {"int8": np.int8, "int32": np.int32, "int64": np.int64}
 
 
 class _ParquetPart:

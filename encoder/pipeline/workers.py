@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import OcmlError
-from ..jsonlimits import loads_record, pathology
+from ..jsonlimits import SLOW, loads_line, loads_record, pathology
 from ..inputs.shapes import PAIR_SHAPES
 from ..packing.docs import concat_results
 from ..gcpolicy import after_worker_setup, rendering
@@ -109,6 +109,10 @@ def decode_records(chunk: Chunk, tools_field: str = "tools") -> list[tuple[int, 
                     f"line is {line.size:,} bytes, over the {line.limit:,}-byte limit (skipped unread)",
                     code="E-INPUT-LINE-TOO-LONG",
                     hint="split the record, or raise --max-line-bytes if it really is one conversation")))
+                continue
+            fast = loads_line(line)
+            if fast is not SLOW:
+                out.append((chunk.first + k, fast))
                 continue
             if not line.strip():
                 continue
