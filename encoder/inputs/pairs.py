@@ -47,13 +47,19 @@ class PairResult:
     rejected_mask: np.ndarray | None = None
     label: bool | None = None
 
+    @property
+    def rejected(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, mask) of the rejected completion: a preference row's (a KTO example has none)."""
+        assert self.rejected_ids is not None and self.rejected_mask is not None, "a KTO example has no rejected side"
+        return self.rejected_ids, self.rejected_mask
+
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"prompt_ids": self.prompt_ids.tolist()}
         if self.label is None:
-            assert self.rejected_ids is not None and self.rejected_mask is not None
-            d |= {"chosen_ids": self.chosen_ids.tolist(), "rejected_ids": self.rejected_ids.tolist(),
+            rejected_ids, rejected_mask = self.rejected
+            d |= {"chosen_ids": self.chosen_ids.tolist(), "rejected_ids": rejected_ids.tolist(),
                   "chosen_mask": self.chosen_mask.astype(int).tolist(),
-                  "rejected_mask": self.rejected_mask.astype(int).tolist()}
+                  "rejected_mask": rejected_mask.astype(int).tolist()}
         else:
             d |= {"completion_ids": self.chosen_ids.tolist(), "completion_mask": self.chosen_mask.astype(int).tolist(),
                   "label": self.label}
