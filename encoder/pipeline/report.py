@@ -89,7 +89,7 @@ class LengthHistogram:
             width = max(1, -(-(hi - lo) // 50))  # integer-wide bins: each holds the same number of lengths
             edges = (np.unique(np.geomspace(lo, hi, 50).astype(np.int64)) if log
                      else np.arange(lo, hi + width, width))
-            ax.hist(nz, bins=edges, weights=self.counts[nz], color="#4C72B0", edgecolor="white", linewidth=0.4)
+            ax.hist(nz, bins=edges.tolist(), weights=self.counts[nz], color="#4C72B0", edgecolor="white", linewidth=0.4)
             if log:
                 ax.set_xscale("log")
             st = self.stats(seq_len)
