@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from .errors import HeaderError, OcmlError, ParseError
+from .errors import HeaderError, OcmlError, ParseError, article
 from .events import Delta, Error, Event, MessageEnd, MessageStart, new_delta
 from .grammar.terminators import start_frame_terminators
 from .grammar.headers import Header, parse_header, parse_header_cached
@@ -268,7 +268,7 @@ class FrameMachine:
                 # message whose "<|start|>assistant" is missing is read (SGLang's harmony parser
                 # reads the same); reported, the text is kept.
                 role = self.messages[-1].role if self.messages else "assistant"
-                self.error("E-PARSE-HEADER", f"{self.start}{name} without a role: read as a {role} message",
+                self.error("E-PARSE-HEADER", f"{self.start}{name} without a role: read as {article(role)} message",
                            position)
                 self._prefill = role
             self._header.append(name)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import InputError, InputTypeError
+from .errors import InputError, InputTypeError, article
 from .messages import Conversation, Message
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def check_continuable(conv: Conversation, keep: list[int]) -> None:
     m = conv.messages[keep[-1]]
     if m.role != "assistant":
         raise InputError(f"mode='continue' continues the last assistant message, but the last message is "
-                         f"a {m.role!r} message", code="E-CONTINUE", index=m.source, field="role",
+                         f"{article(repr(m.role))} message", code="E-CONTINUE", index=m.source, field="role",
                          hint="mode='prompt' starts a new assistant turn; mode='continue' needs the partial "
                               "assistant message last")
 

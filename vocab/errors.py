@@ -224,3 +224,9 @@ def excerpt(value: Any, limit: int = EXCERPT_CHARS) -> str:
     except (ValueError, RecursionError):  # an int past Python's int-string limit, a pathological __repr__
         text = f"<{type(value).__name__}{f' of {value.bit_length():,} bits' if isinstance(value, int) else ''}>"
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def article(word: str) -> str:
+    """``word`` after its indefinite article, for a message that names a role: "an assistant", "a user",
+    "an 'analysis'" (by the first letter; a quote is skipped)."""
+    return ("an " if word.lstrip("'\"")[:1].lower() in ("a", "e", "i", "o") else "a ") + word

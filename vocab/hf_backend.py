@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .bytelevel import BYTE_DECODER
-from .errors import InputTypeError, VocabError, as_strings, expect, require
+from .errors import InputTypeError, VocabError, article, as_strings, expect, require
 from .tables import canonical_formats, control_table
 from .tokenizer import Tokenizer, specials_digest
 
@@ -317,7 +317,7 @@ def from_hf(obj: Any, register: str | Sequence[str] | None = None, *, name: str 
         label = name or getattr(obj, "name_or_path", "") or "hf"
     else:
         raise InputTypeError(
-            f"from_hf() cannot read a {type(obj).__name__}",
+            f"from_hf() cannot read {article(type(obj).__name__)}",
             field="obj",
             hint="pass a transformers fast tokenizer, a tokenizers.Tokenizer, or a folder with tokenizer.json",
         )

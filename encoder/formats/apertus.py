@@ -42,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
-from ..errors import CallSchemaError, InputError
+from ..errors import CallSchemaError, InputError, article
 from ..jsonlimits import loads_record
 from ..grammar.roles import APERTUS as APERTUS_ROLES
 from ..grammar.text import check_text
@@ -155,7 +155,7 @@ class Apertus(Format):
                     turn = None
                 out.append(_simple(m, j))
             else:
-                raise InputError(f"a {m.role} message at position {j}", index=j, field="role",
+                raise InputError(f"{article(m.role)} message at position {j}", index=j, field="role",
                                  hint="Apertus has one system message (first) and one developer block (right after it)")
         if turn is not None:
             out.append(turn.message())

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ..adapters import ChatStyle
-from ..errors import CallSchemaError, InputError
+from ..errors import CallSchemaError, InputError, article
 from ..grammar.headers import Header
 from ..messages import Conversation, Message, Options
 from ..pieces import CTL, TXT, MessagePlan, Piece  # noqa: F401
@@ -59,7 +59,7 @@ class HarmonyFormat(Format):
             if m.structured is not None:
                 want = "system" if isinstance(m.structured, SystemContent) else "developer"
                 if m.role != want:
-                    raise InputError(f"{type(m.structured).__name__} in a {m.role} message", index=i,
+                    raise InputError(f"{type(m.structured).__name__} in {article(m.role)} message", index=i,
                                      field="content", hint=f"put it in a {want} message")
                 has_system = has_system or want == "system"
             if (m.role == "tool") and not m.name:

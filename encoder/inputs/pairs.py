@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InputError, OcmlError
+from ..errors import InputError, OcmlError, article
 from ..messages import Mode
 from .detect import read_record, record_shape
 from .examples import KtoExample, PreferencePair
@@ -71,7 +71,7 @@ def pair_example(enc: Renders, record: Any) -> PreferencePair | KtoExample:
         return record
     shape = record_shape(record, enc.shape, enc.shape_options)
     if shape not in PAIR_SHAPES:
-        raise InputError(f"a {shape.value} record is not a preference pair or KTO example", code="E-SHAPE-NOT-PAIR",
+        raise InputError(f"{article(shape.value)} record is not a preference pair or KTO example", code="E-SHAPE-NOT-PAIR",
                          hint="preference: {'prompt'?, 'chosen', 'rejected'}; KTO: {'prompt', 'completion', 'label'}")
     return read_record(record, shape, enc.shape_options)  # type: ignore[return-value]
 
