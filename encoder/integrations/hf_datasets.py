@@ -80,7 +80,8 @@ def render_dataset(ds: Any, encoder: Any = "openchatml-2.2", *, num_proc: int | 
 def _format_type(ds: Any) -> str | None:
     """The format ``ds`` is in (None = Python objects), to hand the result back in it."""
     if hasattr(ds, "format"):  # Dataset
-        return ds.format.get("type")
+        name: str | None = ds.format.get("type")
+        return name
     fmt = getattr(ds, "_formatting", None)  # IterableDataset keeps it private
     return getattr(fmt, "format_type", None)
 
