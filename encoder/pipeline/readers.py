@@ -408,7 +408,8 @@ def _table_chunks(src: Source, si: int, begin: Position, n: int, messages_field:
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, batch.schema) as w:
             w.write_batch(batch)
-        return sink.getvalue().to_pybytes()
+        data: bytes = sink.getvalue().to_pybytes()  # pyarrow has no type information
+        return data
 
     row = 0
     for batch in _batches(src, n, messages_field, tools_field, begin.location):

@@ -75,7 +75,8 @@ def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     ends = np.cumsum(lengths)
     shift = np.repeat(np.asarray(starts, dtype=np.int64) - (ends - lengths), lengths)
-    return np.arange(total, dtype=np.int64) + shift
+    flat: np.ndarray = np.arange(total, dtype=np.int64) + shift
+    return flat
 
 
 __all__ = ["Spool", "ranges"]
