@@ -81,7 +81,7 @@ class FrameMachine:
     #: ``<`` and no trailing newline, in the middle of an answer or a reasoning block)
     plain: bool = False
 
-    def plain_table(self, fast_text: list) -> list:
+    def plain_table(self, fast_text: list[str | None]) -> list[str | None]:
         return fast_text
 
     def __init__(self, *, harmony: bool, strict: bool = False, role: str | None = None,
