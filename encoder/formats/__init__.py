@@ -32,4 +32,5 @@ def format_class(name: str) -> type[Format]:
             hint="renderable formats: " + ", ".join(RENDERABLE),
         )
     module, cls = entry
-    return getattr(import_module(f"{__name__}.{module}"), cls)
+    found: type[Format] = getattr(import_module(f"{__name__}.{module}"), cls)
+    return found

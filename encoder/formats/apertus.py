@@ -55,6 +55,8 @@ from .apertus_tools import default_system, developer_text
 from .base import Format, PlanContext
 
 if TYPE_CHECKING:
+    from ocml.vocab import Tokenizer
+
     from ..masks import MaskPolicy
 
 
@@ -66,7 +68,7 @@ class Apertus(Format):
     transcript_joiner: ClassVar[str] = ""
     turn_blocks: ClassVar[bool] = True
 
-    def __init__(self, tokenizer, *, validate_bodies: bool = True, enable_thinking: bool = False,
+    def __init__(self, tokenizer: Tokenizer, *, validate_bodies: bool = True, enable_thinking: bool = False,
                  date: str | None = None, default_system: str | None = None) -> None:
         super().__init__(tokenizer, validate_bodies=validate_bodies)
         if type(enable_thinking) is not bool:

@@ -66,6 +66,8 @@ from .chatml_fim import FIM_ROLE
 from .chatml_turns import CALL_CLOSE, CALL_OPEN, ChatMLTurn, read_call, read_turn
 
 if TYPE_CHECKING:
+    from ocml.vocab import Tokenizer
+
     from ..frames import FrameMachine
     from ..masks import Flags, MaskPolicy
 
@@ -92,7 +94,7 @@ class ChatML(Format):
     #: the OpenAI view reads an assistant frame as a turn (``turn_of``: think block, answer, calls)
     turn_blocks: ClassVar[bool] = True
 
-    def __init__(self, tokenizer, *, validate_bodies: bool = True, layout: str = "deployed",
+    def __init__(self, tokenizer: Tokenizer, *, validate_bodies: bool = True, layout: str = "deployed",
                  bos_eos: bool = False, default_system: str | None = None, reasoning: str = "error") -> None:
         super().__init__(tokenizer, validate_bodies=validate_bodies)
         try:

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ocml.vocab import Tokenizer
+
 from ..adapters import ChatStyle
 from ..errors import CallSchemaError, InputError, article
 from ..grammar.headers import Header
@@ -43,7 +45,7 @@ class HarmonyFormat(Format):
     # gpt-oss template: assistant content next to tool calls is the call's analysis
     chat_style: ClassVar[ChatStyle] = ChatStyle(content_with_calls="analysis")
 
-    def __init__(self, tokenizer, *, validate_bodies: bool = True, recipient_after_channel: bool = False) -> None:
+    def __init__(self, tokenizer: Tokenizer, *, validate_bodies: bool = True, recipient_after_channel: bool = False) -> None:
         super().__init__(tokenizer, validate_bodies=validate_bodies)
         self.recipient_after_channel = recipient_after_channel
 
