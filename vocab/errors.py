@@ -17,6 +17,10 @@ class OcmlError(Exception):
     """Root of every error ocml raises on purpose."""
 
     code: str = "E-OCML"
+    #: set when ``index`` was moved to the user's input message (``encoder.adapters.relocate``): the
+    #: index in the expanded message list it was raised at
+    expanded_index: int | None = None
+    relocated: bool = False
 
     def __init__(
         self,

@@ -382,7 +382,8 @@ class StreamDecoder:
                 return out
         # a stop string, a stop id, or a control that is no stop here (<|end|> as a stop id): the
         # engine stopped on it on purpose
-        named = self._names.get(es.ids[-1] if es.ids else es.stop_id)  # type: ignore[arg-type]
+        key = es.ids[-1] if es.ids else es.stop_id
+        named = None if key is None else self._names.get(key)
         token = es.string if es.string is not None else (
             named or ("eos" if stop_reason is None else str(stop_reason)))
 
