@@ -204,7 +204,7 @@ def _cmd_pack(args: argparse.Namespace) -> int:
         string_prompt=args.string_prompt, pair_columns=args.pair_columns, extra_columns=args.extra_columns,
         ignore_columns=tuple(args.ignore_column))
     try:
-        result = run_from_args(args) if recipe else run(opts)
+        result = run_from_args(args) if opts is None else run(opts)
     except (StrictStop, TooManyBadRecords) as exc:
         print(f"ocml: {exc}", file=sys.stderr)
         return EXIT_FAILED

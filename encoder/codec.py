@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from ocml import vocab
 from ocml.vocab import Tokenizer, control_table
@@ -72,7 +72,7 @@ class Codec:
     def table(self, build: Callable[[Codec], T]) -> T:
         """``build(self)``, built on the first call and kept: a feature's derived table."""
         try:
-            return self._tables[build]
+            return cast(T, self._tables[build])  # the entry under ``build`` is what ``build`` made
         except KeyError:
             made = self._tables[build] = build(self)
             return made

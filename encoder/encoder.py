@@ -38,6 +38,7 @@ from .render import Renderer, RenderJob, RenderResult
 if TYPE_CHECKING:  # the return types of the features imported where they are called
     from pathlib import Path
 
+    from .formats.base import Format
     from .formats.chatml.fim import FimDocument, FimOrderName
     from .openai_chunks import Chunker
     from .openai_message import ChatChoice
@@ -52,7 +53,7 @@ def _mode(mode: Mode | ModeName) -> Mode:
     return as_enum(mode, Mode, "mode", "mode")
 
 
-def _check_format_options(cls: type, options: dict[str, Any]) -> None:
+def _check_format_options(cls: type[Format], options: dict[str, Any]) -> None:
     """``Encoder(foo=1)``: a typed error naming the argument, not a TypeError from deep inside."""
     import inspect
 
@@ -62,7 +63,7 @@ def _check_format_options(cls: type, options: dict[str, Any]) -> None:
         if name not in accepted:
             from .adapters import suggest
 
-            raise InputError(f"Encoder got an unknown argument {name!r} for format {cls.name!r}",  # type: ignore[attr-defined]
+            raise InputError(f"Encoder got an unknown argument {name!r} for format {cls.name!r}",
                              code="E-INPUT-ARGUMENT", field=name,
                              hint=suggest(name, [*accepted, "mask", "cot", "threads", "validate_bodies", "tokenizer"])
                              + "arguments: tokenizer, mask, cot, validate_bodies, threads"

@@ -15,11 +15,12 @@ from ocml.vocab.errors import (  # noqa: F401
     UnknownNameError,
     UnrepresentableError,
     VocabError,
+    article,
     excerpt,
 )
 
 __all__ = [
     "BodyConstraintError", "CallSchemaError", "ChannelMissingError", "DependencyError", "HeaderError",
     "InputError", "InputIndexError", "InputTypeError", "OcmlError", "ParseError", "StreamError", "UnknownNameError", "UnrepresentableError",
-    "VocabError", "excerpt",
+    "VocabError", "article", "excerpt",
 ]

@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from .errors import HeaderError, OcmlError, ParseError
+from .errors import HeaderError, OcmlError, ParseError, article
 from .events import Delta, Error, Event, MessageEnd, MessageStart, new_delta
 from .grammar.terminators import start_frame_terminators
 from .grammar.headers import PLAIN, Header, HeaderStyle, parse_header, parse_header_cached
@@ -81,7 +81,7 @@ class FrameMachine:
     #: ``<`` and no trailing newline, in the middle of an answer or a reasoning block)
     plain: bool = False
 
-    def plain_table(self, fast_text: list) -> list:
+    def plain_table(self, fast_text: list[str | None]) -> list[str | None]:
         return fast_text
 
     def __init__(self, *, header: HeaderStyle = PLAIN, strict: bool = False, role: str | None = None,
@@ -268,7 +268,7 @@ class FrameMachine:
                 # message whose "<|start|>assistant" is missing is read (SGLang's harmony parser
                 # reads the same); reported, the text is kept.
                 role = self.messages[-1].role if self.messages else "assistant"
-                self.error("E-PARSE-HEADER", f"{self.start}{name} without a role: read as a {role} message",
+                self.error("E-PARSE-HEADER", f"{self.start}{name} without a role: read as {article(role)} message",
                            position)
                 self._prefill = role
             self._header.append(name)

@@ -77,7 +77,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .errors import CallSchemaError, InputTypeError, UnrepresentableError
+from .errors import CallSchemaError, InputTypeError, UnrepresentableError, article
 from .events import Error
 from .messages import Message
 
@@ -200,10 +200,10 @@ def project(messages: Sequence[Message], ends: Sequence[str], *, stop: str | Non
     for j, m in enumerate(messages):
         if m.role != "assistant":
             if strict:
-                raise UnrepresentableError(f"a {m.role} message in a completion has no place in an OpenAI "
+                raise UnrepresentableError(f"{article(m.role)} message in a completion has no place in an OpenAI "
                                            "assistant message", index=origin[j], field="role",
                                            hint="the completion should hold assistant messages only")
-            errs.append(Error("E-UNREPRESENTABLE", f"a {m.role} message in the completion is not part of the "
+            errs.append(Error("E-UNREPRESENTABLE", f"{article(m.role)} message in the completion is not part of the "
                               "OpenAI assistant message", None, m.content))
         else:
             k = kind(m.role, m.channel, m.recipient, m.intent)

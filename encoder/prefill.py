@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import InputError, InputTypeError
+from .errors import InputError, InputTypeError, article
 from .messages import Conversation, Message
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def check_continuable(conv: Conversation, keep: list[int]) -> None:
     m = conv.messages[keep[-1]]
     if m.role != "assistant":
         raise InputError(f"mode='continue' continues the last assistant message, but the last message is "
-                         f"a {m.role!r} message", code="E-CONTINUE", index=m.source, field="role",
+                         f"{article(repr(m.role))} message", code="E-CONTINUE", index=m.source, field="role",
                          hint="mode='prompt' starts a new assistant turn; mode='continue' needs the partial "
                               "assistant message last")
 
@@ -69,7 +69,8 @@ def prefill_ids(enc: Renders, prefill: Any) -> list[int]:
 
     if isinstance(prefill, np.ndarray) or (isinstance(prefill, (list, tuple)) and prefill
                                            and all(type(i) is int for i in prefill)):
-        return np.asarray(prefill).astype(np.int64).tolist()  # the prompt's ids (generate() sends them)
+        ids: list[int] = np.asarray(prefill).astype(np.int64).tolist()  # the prompt's ids (generate() sends them)
+        return ids
     if isinstance(prefill, Message):
         prefill = [prefill.to_dict()]
     if isinstance(prefill, (dict, list, tuple)):
@@ -81,4 +82,5 @@ def prefill_ids(enc: Renders, prefill: Any) -> list[int]:
     if not prefill.open_last:
         raise InputError("prefill= takes a render(..., mode='continue') result: this one closes its last message",
                          code="E-CONTINUE", field="prefill", hint="render the conversation with mode='continue'")
-    return prefill.ids.tolist()
+    continued: list[int] = prefill.ids.tolist()
+    return continued

@@ -23,7 +23,7 @@ from __future__ import annotations
 import marshal
 import threading
 from collections.abc import Callable, Hashable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import numpy as np
 
@@ -116,7 +116,7 @@ class SectionCache:
         except TypeError:  # an unhashable option value: built as usual, its error raised there
             return build()
         if got is not None:
-            return got
+            return cast(V, got)  # what ``build`` made for this key (the cache holds every key's kind)
         value = build()
         if not self._by_key.put(key, value, weight):
             return value  # not kept: not interned either (its ids are not cached)

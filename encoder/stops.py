@@ -52,7 +52,8 @@ def _encoder(enc: Any) -> Codec:
     from .codec import Codec
 
     expect(enc, Codec, "enc", "an Encoder or a format name")
-    return enc
+    codec: Codec = enc
+    return codec
 
 
 def stop_tokens(enc: Codec | str, mode: str = "assistant") -> tuple[str, ...]:
@@ -110,7 +111,7 @@ def vllm_sampling_kwargs(enc: Codec | str, mode: str = "assistant",
 
 
 def _make_criteria_class(base: type) -> type:
-    class OcmlStoppingCriteria(base):
+    class OcmlStoppingCriteria(base):  # type: ignore[misc]  # a run-time base: transformers' StoppingCriteria, or object
         """Stops a sequence when its last id is a stop id or its text ends with a stop string.
 
         With torch, ``__call__(input_ids, scores)`` takes the usual ``LongTensor``
@@ -213,7 +214,7 @@ class _Failure:
 
 
 def _make_streamer_class(base: type) -> type:
-    class OcmlStreamer(base):
+    class OcmlStreamer(base):  # type: ignore[misc]  # a run-time base: transformers' BaseStreamer, or object
         """A ``generate(streamer=...)`` streamer that reads the ids with ocml's decoder (see ``hf_streamer``)."""
 
         def __init__(self, enc: Codec, *, output: str = "chunks", role: str | None = "assistant",

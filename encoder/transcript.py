@@ -93,7 +93,7 @@ def to_text(enc: Renders, conversation: Any, *, mode: Mode, cot: CotPolicy | str
         settings["builtin_tools"] = list(conv.options.builtin_tools)
     if settings:
         meta["generation_settings"] = settings
-    head = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)
+    head: str = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)  # yaml has no type information
     return head + body
 
 

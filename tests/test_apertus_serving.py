@@ -21,6 +21,7 @@ from ocml import encoder
 from ocml.encoder.errors import UnrepresentableError
 from ocml.encoder.openai_chunks import accumulate
 
+from support.engine_stop import engine_stops  # noqa: E402
 from test_openai_chunks import after  # noqa: E402
 
 TOKENIZERS = [None, "o200k_base"]  # registered controls (the default), fallback (controls spelled as text)
@@ -158,15 +159,7 @@ def test_engine_stripped_tools_suffix_gives_tool_calls(tok):
     enc = enc_for(tok)
     ids = completion(enc, SHAPES["thoughts+call"][0])
     want = enc.to_openai(ids)
-    end = "<|tools_suffix|>"
-    i = enc.tokenizer.control_id(end)
-    if i is not None:
-        assert ids[-1] == i
-        cut, reasons = ids[:-1], (i, end)
-    else:  # fallback: the engine matched the spelling and cut before it
-        text = enc.tokenizer.decode_bytes(ids).decode()
-        cut, reasons = enc.tokenizer.encode_text(text[:text.rfind(end)]), (end,)
-    for kw in [{"stop_reason": r} for r in reasons] + [{"eos": True}]:
+    for cut, kw in engine_stops(enc, ids, "<|tools_suffix|>"):
         ck = enc.chunker(id="x", created=1)
         got = accumulate(ck.feed(cut) + ck.finish(**kw))
         assert got == {"message": want.message, "finish_reason": "tool_calls"}, kw

@@ -25,6 +25,7 @@ from ocml.encoder.openai_chunks import accumulate
 from ocml.encoder.formats.chatml.turns import CALL_CLOSE, CALL_OPEN, THINK_CLOSE
 
 from shared_data import shared
+from support.engine_stop import engine_stops
 from test_openai_chunks import after
 
 CITY = {"type": "object", "properties": {"city": {"type": "string"}}}
@@ -212,15 +213,7 @@ def test_engine_stripped_im_end_gives_tool_calls(reasoning, tok):
     enc = enc_for(reasoning, tok)
     ids = completion(enc, SHAPES["call"][0])
     want = enc.to_openai(ids)
-    end = "<|im_end|>"
-    i = enc.tokenizer.control_id(end)
-    if i is not None:
-        assert ids[-1] == i
-        cut, reasons = ids[:-1], (i, end)
-    else:  # the engine matched the spelling and cut before it
-        text = enc.tokenizer.decode_bytes(ids).decode()
-        cut, reasons = enc.tokenizer.encode_text(text[:text.rfind(end)]), (end,)
-    for kw in [{"stop_reason": r} for r in reasons] + [{"eos": True}]:
+    for cut, kw in engine_stops(enc, ids, "<|im_end|>"):
         ck = enc.chunker(id="x", created=1)
         assert accumulate(ck.feed(cut) + ck.finish(**kw)) == {"message": want.message, "finish_reason": "tool_calls"}
         dec = enc.decoder(role="assistant")

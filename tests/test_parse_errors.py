@@ -297,3 +297,20 @@ def test_bool_ids_are_refused_on_every_path(encs, mode):
     ev += dec.feed(build(enc, "cd", "ctl:<|end|>")) + dec.finish()
     assert [m.content for m in msgs(ev)] == ["abcd"]
     assert dec.feed(np.int64(5)) == []  # numpy integers are ids (the stream is done: nothing happens)
+
+
+def test_messages_that_name_a_role_take_its_article():
+    """An error that names a role reads "an assistant message", "a user message" (one rule,
+    ``ocml.vocab.errors.article``): the role-less Harmony header, read as the assistant's."""
+    from ocml import Encoder
+    from ocml.encoder.errors import article
+
+    assert [article(w) for w in ("assistant", "user", "'analysis'", "developer", "int", "")] == [
+        "an assistant", "a user", "an 'analysis'", "a developer", "an int", "a "]
+    enc = Encoder("harmony")
+    tok = enc.tokenizer
+    ids = [tok.control_id("<|start|>"), tok.control_id("<|channel|>"), *tok.encode_text("final"),
+           tok.control_id("<|message|>"), *tok.encode_text("just the answer"), tok.control_id("<|end|>")]
+    res = enc.parse(ids, role=None, errors="collect")
+    assert [e.code for e in res.errors] == ["E-PARSE-HEADER"]
+    assert "read as an assistant message" in res.errors[0].message

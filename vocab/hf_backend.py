@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .bytelevel import BYTE_DECODER
-from .errors import InputTypeError, VocabError, as_strings, expect, require
+from .errors import InputTypeError, VocabError, article, as_strings, expect, require
 from .tables import canonical_formats, control_table
 from .tokenizer import Tokenizer, specials_digest
 
@@ -53,7 +53,7 @@ def _repair(text: str) -> str:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def _is_byte_level(spec: dict) -> bool:
+def _is_byte_level(spec: dict[str, Any]) -> bool:
     text = json.dumps(spec.get("decoder")) + json.dumps(spec.get("pre_tokenizer"))
     return "ByteLevel" in text
 
@@ -73,7 +73,7 @@ def _piece_bytes(piece: str, byte_level: bool, space: str = "\u2581") -> bytes:
     return piece.replace(space, " ").encode("utf-8")
 
 
-def _nodes(node: Any, key: str) -> list[dict]:
+def _nodes(node: Any, key: str) -> list[dict[str, Any]]:
     """Every component of a tokenizer.json normalizer / pre-tokenizer / decoder tree
     (``key`` names a Sequence's list: ``normalizers``, ``pretokenizers``, ``decoders``)."""
     if isinstance(node, list):
@@ -83,7 +83,7 @@ def _nodes(node: Any, key: str) -> list[dict]:
     return [node, *_nodes(node.get(key), key)]
 
 
-def _space_char(spec: dict) -> str:
+def _space_char(spec: dict[str, Any]) -> str:
     """The character a SentencePiece-style vocabulary writes for a space."""
     for node in _nodes(spec.get("pre_tokenizer"), "pretokenizers") + _nodes(spec.get("decoder"), "decoders"):
         rep = node.get("replacement") if node.get("type") == "Metaspace" else None
@@ -92,7 +92,7 @@ def _space_char(spec: dict) -> str:
     return "\u2581"
 
 
-def _scheme(node: dict) -> str:
+def _scheme(node: dict[str, Any]) -> str:
     """A Metaspace's prepend scheme (tokenizers < 0.14 wrote ``add_prefix_space`` instead)."""
     return node.get("prepend_scheme") or ("always" if node.get("add_prefix_space", True) else "never")
 
@@ -207,19 +207,23 @@ class HFTokenizer(Tokenizer):
 
     def encode_text(self, text: str) -> list[int]:
         """``text`` as the model tokenizes it right after a special token (see the module docstring)."""
+        ids: list[int]  # tokenizers' Encoding.ids
         try:
-            return self._encode(text, add_special_tokens=False).ids
+            ids = self._encode(text, add_special_tokens=False).ids
         except TypeError:  # lone surrogates: U+FFFD, as tiktoken's encode does
             expect(text, str, "text", "a str")
-            return self._encode(_repair(text), add_special_tokens=False).ids
+            ids = self._encode(_repair(text), add_special_tokens=False).ids
+        return ids
 
     def encode_continuation(self, text: str) -> list[int]:
         """``text`` as the model tokenizes it right after other text: no ``run_prefix``."""
+        ids: list[int]
         try:
-            return self._cont.encode(text, add_special_tokens=False).ids
+            ids = self._cont.encode(text, add_special_tokens=False).ids
         except TypeError:
             expect(text, str, "text", "a str")
-            return self._cont.encode(_repair(text), add_special_tokens=False).ids
+            ids = self._cont.encode(_repair(text), add_special_tokens=False).ids
+        return ids
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         if isinstance(texts, str):
@@ -237,7 +241,8 @@ class HFTokenizer(Tokenizer):
 
     @property
     def n_vocab(self) -> int:
-        return self._tok.get_vocab_size(with_added_tokens=True)
+        size: int = self._tok.get_vocab_size(with_added_tokens=True)
+        return size
 
     def _build_token_bytes_table(self) -> list[bytes | None]:
         vocab = self._tok.get_vocab(with_added_tokens=True)
@@ -272,7 +277,9 @@ class HFTokenizer(Tokenizer):
         roles = self.hf_roles(self._roles, eos_token=eos_token, pad_token=pad_token, bos_token=bos_token)
         # The wrapper deep-copies the backend (ours is never handed out) and applies
         # transformers' convention to its copy: special-token text in input is split out.
-        return transformers.PreTrainedTokenizerFast(tokenizer_object=self._tok, split_special_tokens=False, **roles)
+        fast: PreTrainedTokenizerFast = transformers.PreTrainedTokenizerFast(
+            tokenizer_object=self._tok, split_special_tokens=False, **roles)
+        return fast
 
     def __getstate__(self) -> dict[str, Any]:
         return {"json": self._tok.to_str(), "name": self.name, "registered": self.registered, "roles": self._roles}
@@ -310,7 +317,7 @@ def from_hf(obj: Any, register: str | Sequence[str] | None = None, *, name: str 
         label = name or getattr(obj, "name_or_path", "") or "hf"
     else:
         raise InputTypeError(
-            f"from_hf() cannot read a {type(obj).__name__}",
+            f"from_hf() cannot read {article(type(obj).__name__)}",
             field="obj",
             hint="pass a transformers fast tokenizer, a tokenizers.Tokenizer, or a folder with tokenizer.json",
         )

@@ -389,7 +389,7 @@ def build_hf_tokenizer(
         text = read_cached(path, digest)
         if text is not None:
             try:
-                tok = tk.Tokenizer.from_str(text)
+                tok: tokenizers.Tokenizer = tk.Tokenizer.from_str(text)
                 _verify(tok, ranks, _expected_added(ranks, special_tokens))
                 return tok
             except Exception:  # noqa: BLE001 - bad JSON raises a bare Exception
@@ -432,7 +432,8 @@ def to_pretrained_fast(
         kwargs[role] = content
     before = tok.get_vocab_size(with_added_tokens=True)
     split = bool(tok.encode_special_tokens)
-    fast = tf.PreTrainedTokenizerFast(tokenizer_object=tok, split_special_tokens=split, **kwargs)
+    fast: transformers.PreTrainedTokenizerFast = tf.PreTrainedTokenizerFast(tokenizer_object=tok,
+                                                                           split_special_tokens=split, **kwargs)
     # transformers may re-register tokens; check nothing moved or was added.
     after = fast.backend_tokenizer.get_vocab_size(with_added_tokens=True)
     if after != before or len(fast) != before:

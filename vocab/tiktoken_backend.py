@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -42,7 +42,8 @@ class TiktokenTokenizer(Tokenizer):
         core = self._enc._core_bpe  # the Rust object: one call, no wrapper frame on the hot path
         fallback = self._enc.encode_ordinary
 
-        def encode_text(text: str, _core: Any = core.encode_ordinary, _fb: Any = fallback) -> list[int]:
+        def encode_text(text: str, _core: Callable[[str], list[int]] = core.encode_ordinary,
+                        _fb: Callable[[str], list[int]] = fallback) -> list[int]:
             try:
                 return _core(text)
             except UnicodeEncodeError:  # lone surrogates: tiktoken's wrapper repairs them
@@ -53,7 +54,7 @@ class TiktokenTokenizer(Tokenizer):
 
         self.encode_text = encode_text  # type: ignore[method-assign]
         self._encode_raw = core.encode_ordinary
-        self._decode_core = core.decode_bytes
+        self._decode_core: Callable[[list[int]], bytes] = core.decode_bytes
 
         # Long text: tiktoken's u32 buffer viewed as int32, no Python ints on the way.  With
         # nothing allowed, ``encode`` equals ``encode_ordinary`` (a special's text is ordinary
@@ -125,7 +126,8 @@ class TiktokenTokenizer(Tokenizer):
 
     @property
     def n_vocab(self) -> int:
-        return self._enc.n_vocab
+        size: int = self._enc.n_vocab
+        return size
 
     def _build_token_bytes_table(self) -> list[bytes | None]:
         table: list[bytes | None] = [None] * self.n_vocab

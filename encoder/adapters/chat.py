@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..arguments import arguments_text, check_json
-from ..errors import CallSchemaError, InputError
+from ..errors import CallSchemaError, InputError, article
 from ..messages import Message, new_message
 from .content import Content, read_content
 from .harmony_json import CONSTRAIN_PREFIX, KEYS as HARMONY_KEYS, harmony_message
@@ -140,7 +140,7 @@ def message(raw: Mapping[str, Any], index: int, calls: Calls, style: ChatStyle |
     refusal = _opt_str(raw, "refusal", index) if "refusal" in raw else None
     if refusal:
         if role != "assistant":
-            raise InputError(f"refusal on a {role} message", index=index, field="refusal",
+            raise InputError(f"refusal on {article(role)} message", index=index, field="refusal",
                              hint="only the assistant refuses")
         if text:
             raise InputError("content and refusal are both given: which one did the model say?",
@@ -161,7 +161,7 @@ def message(raw: Mapping[str, Any], index: int, calls: Calls, style: ChatStyle |
     train = _train(raw, index)
     tool_call_id = _opt_str(raw, "tool_call_id", index) if "tool_call_id" in raw else None
     if tool_call_id is not None and role != "tool":
-        raise InputError(f"tool_call_id on a {role} message", index=index, field="tool_call_id",
+        raise InputError(f"tool_call_id on {article(role)} message", index=index, field="tool_call_id",
                          hint="tool_call_id belongs on the tool message that answers a call")
     call_id = (_opt_str(raw, "call_id", index) if "call_id" in raw else None) or tool_call_id
     name = _opt_str(raw, "name", index) if "name" in raw else None
@@ -185,7 +185,7 @@ def message(raw: Mapping[str, Any], index: int, calls: Calls, style: ChatStyle |
     if role != "assistant":
         if thinking_key is not None or call_msgs:
             key = thinking_key or next(k for k in ("tool_calls", "tool_call", "function_call") if raw.get(k))
-            raise InputError(f"{key} on a {role} message", index=index, field=key,
+            raise InputError(f"{key} on {article(role)} message", index=index, field=key,
                              hint="only assistant messages carry reasoning and tool calls")
         return [new_message(role, text, channel, recipient, call_id, name, intent, content_type, constrain,
                             content.parts, content.structured, train, index, source_field)]

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, article
 
 TEXT_PARTS = ("text", "input_text", "output_text")
 HARMONY_PARTS = ("system_content", "developer_content")
@@ -69,7 +69,7 @@ def read_content(value: Any, index: int, field: str, role: str, native: bool) ->
             texts.append(item if type(item) is str else str.__str__(item))
             continue
         if not isinstance(item, Mapping):
-            raise InputError(f"content part {k} is a {type(item).__name__}", index=index, field=where,
+            raise InputError(f"content part {k} is {article(type(item).__name__)}", index=index, field=where,
                              hint=_PART_HINT)
         kind = item.get("type", "text")
         if kind in HARMONY_PARTS:
@@ -80,7 +80,7 @@ def read_content(value: Any, index: int, field: str, role: str, native: bool) ->
         if kind in TEXT_PARTS or kind == "refusal":
             key = "refusal" if kind == "refusal" else "text"
             if kind == "refusal" and role != "assistant":
-                raise InputError(f"content part {k} is a refusal on a {role} message", index=index, field=where,
+                raise InputError(f"content part {k} is a refusal on {article(role)} message", index=index, field=where,
                                  hint="only the assistant refuses; a refusal part belongs on an assistant message")
             text = item.get(key)
             if not isinstance(text, str):

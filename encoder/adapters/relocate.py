@@ -13,11 +13,11 @@ def relocate(exc: OcmlError, messages: Sequence[Message]) -> OcmlError:
     message it came from and the input field (``tool_calls[0].function.arguments``, not
     ``content``).  The expanded index stays available as ``exc.expanded_index``."""
     i = exc.index
-    if i is None or getattr(exc, "relocated", False) or not 0 <= i < len(messages):
+    if i is None or exc.relocated or not 0 <= i < len(messages):
         return exc
     m = messages[i]
-    exc.expanded_index = i  # type: ignore[attr-defined]
-    exc.relocated = True  # type: ignore[attr-defined]
+    exc.expanded_index = i
+    exc.relocated = True
     exc.index = m.source
     path = m.source_field
     if path is not None and path.startswith(("tool_calls[", "function_call")):

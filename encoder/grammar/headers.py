@@ -19,6 +19,7 @@ that parses as something else).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import MISSING, dataclass, fields, make_dataclass
 from typing import Any
 
@@ -143,7 +144,7 @@ def parse_header(text: str, *, style: HeaderStyle, role: str | None = None, posi
     return Header(*[getattr(h, f) for f in _FIELDS])  # str / None values: nothing to copy
 
 
-def _attrs(words: list[str], h: Any, bare: list[str], bad) -> None:
+def _attrs(words: list[str], h: Any, bare: list[str], bad: Callable[[str, str], HeaderError]) -> None:
     for w in words:
         key, eq, val = w.partition("=")
         if not eq:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..adapters.options import RECORD_OPTIONS
 from ..adapters.suggest import SUGGEST_CUTOFF
-from ..errors import InputError
+from ..errors import InputError, article
 from .shapes import RecordShape
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ def apply_rule(record: Mapping[str, Any], shape: RecordShape, opts: ShapeOptions
                 hint=f"did you mean {option!r}? rename the column, read it with --field {option}={name}, or pass "
                      f"--ignore-column {name} if it is not one"))
         elif opts.extra_columns == "error":
-            refused.append(InputError(f"column {name!r} is neither data nor an option of a {shape.value} record",
+            refused.append(InputError(f"column {name!r} is neither data nor an option of {article(shape.value)} record",
                                       code="E-INPUT-COLUMN", field=name,
                                       hint=f"list it with --ignore-column {name}, or pass --extra-columns ignore"))
     if ignored is not None:  # counted whatever the record's verdict (the refused columns are not ignored)

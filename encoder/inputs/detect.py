@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, article
 from .alpaca import read_alpaca
 from .common import present
 from .examples import Example
@@ -73,7 +73,7 @@ def read_record(record: Mapping[str, Any], shape: RecordShape, opts: ShapeOption
                 ) -> Example | dict[str, Any]:
     """A non-chat record as its example (Alpaca: as a conversation dict the adapters read)."""
     if not isinstance(record, Mapping):
-        raise InputError(f"a {shape.value} record must be a JSON object, got {type(record).__name__}",
+        raise InputError(f"{article(shape.value)} record must be a JSON object, got {type(record).__name__}",
                          code="E-SHAPE-TYPE", field="record")
     f = opts.fields
     if shape is RecordShape.PROMPT_COMPLETION:

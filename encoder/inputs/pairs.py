@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InputError, OcmlError
+from ..errors import InputError, OcmlError, article
 from ..messages import Mode
 from .detect import read_record, record_shape
 from .examples import KtoExample, PreferencePair
@@ -47,13 +47,19 @@ class PairResult:
     rejected_mask: np.ndarray | None = None
     label: bool | None = None
 
+    @property
+    def rejected(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, mask) of the rejected completion: a preference row's (a KTO example has none)."""
+        assert self.rejected_ids is not None and self.rejected_mask is not None, "a KTO example has no rejected side"
+        return self.rejected_ids, self.rejected_mask
+
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"prompt_ids": self.prompt_ids.tolist()}
         if self.label is None:
-            assert self.rejected_ids is not None and self.rejected_mask is not None
-            d |= {"chosen_ids": self.chosen_ids.tolist(), "rejected_ids": self.rejected_ids.tolist(),
+            rejected_ids, rejected_mask = self.rejected
+            d |= {"chosen_ids": self.chosen_ids.tolist(), "rejected_ids": rejected_ids.tolist(),
                   "chosen_mask": self.chosen_mask.astype(int).tolist(),
-                  "rejected_mask": self.rejected_mask.astype(int).tolist()}
+                  "rejected_mask": rejected_mask.astype(int).tolist()}
         else:
             d |= {"completion_ids": self.chosen_ids.tolist(), "completion_mask": self.chosen_mask.astype(int).tolist(),
                   "label": self.label}
@@ -65,7 +71,7 @@ def pair_example(enc: Renders, record: Any) -> PreferencePair | KtoExample:
         return record
     shape = record_shape(record, enc.shape, enc.shape_options)
     if shape not in PAIR_SHAPES:
-        raise InputError(f"a {shape.value} record is not a preference pair or KTO example", code="E-SHAPE-NOT-PAIR",
+        raise InputError(f"{article(shape.value)} record is not a preference pair or KTO example", code="E-SHAPE-NOT-PAIR",
                          hint="preference: {'prompt'?, 'chosen', 'rejected'}; KTO: {'prompt', 'completion', 'label'}")
     return read_record(record, shape, enc.shape_options)  # type: ignore[return-value]
 

@@ -36,11 +36,11 @@ def read_preference(record: Mapping[str, Any], fields: Fields) -> PreferencePair
     if chosen == rejected:  # before extracting a prompt: identical sides are not a "prefix" problem
         raise InputError("chosen and rejected are identical", code="E-SHAPE-PAIR-SAME", field=c,
                          hint="a preference pair needs two different completions")
-    if implicit:
+    if prompt is None or implicit:  # implicit covers a missing prompt; spelled out for the type checker
         prompt, chosen, rejected = extract_prompt(chosen, rejected, c, r)
-    if not isinstance(chosen, str):
-        check_completion(chosen, c)
-        check_completion(rejected, r)
+    for key, value in ((c, chosen), (r, rejected)):  # both strings or both lists (same_kind)
+        if not isinstance(value, str):
+            check_completion(value, key)
     return PreferencePair(prompt, chosen, rejected, options(record), implicit)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, article
 from .common import missing, options, present, same_kind, side
 from .examples import PromptCompletion
 from .shapes import Fields
@@ -32,6 +32,6 @@ def check_completion(messages: list[Any], key: str) -> None:
     it starts with an assistant message."""
     role = messages[0].get("role")
     if role != "assistant":
-        raise InputError(f"{key!r} starts with a {role!r} message, not the assistant's", code="E-SHAPE-COMPLETION",
+        raise InputError(f"{key!r} starts with {article(repr(role))} message, not the assistant's", code="E-SHAPE-COMPLETION",
                          field=f"{key}[0].role", hint="the completion is what the model generates after the prompt: "
                                                       "move earlier turns into the prompt")

@@ -93,9 +93,10 @@ class PairBlock:
                              "label": pa.array([bool(r.label) for r in res], type=pa.bool_()),
                              "completion_mask": lists([r.chosen_mask for r in res], *i8)})
         chosen = [r.chosen_ids for r in res]
-        rejected = [r.rejected_ids for r in res]
         cmask = [r.chosen_mask for r in res]
-        rmask = [r.rejected_mask for r in res]
+        rejected_sides = [r.rejected for r in res]
+        rejected = [ids for ids, _ in rejected_sides]
+        rmask = [mask for _, mask in rejected_sides]
         if self.layout == "dpo":
             return pa.table({"prompt_ids": lists(prompt, *i64), "chosen_ids": lists(chosen, *i64),
                              "rejected_ids": lists(rejected, *i64), "chosen_mask": lists(cmask, *i8),

@@ -27,7 +27,8 @@ _INT32_MAX = 2**31 - 1
 
 def num_rows(batch: BatchLike) -> int:
     if isinstance(batch, (pa.Table, pa.RecordBatch)):
-        return batch.num_rows
+        rows: int = batch.num_rows  # pyarrow has no type information
+        return rows
     _check_mapping(batch)
     for values in batch.values():
         return len(values)
@@ -54,7 +55,7 @@ def records(batch: BatchLike, names: Sequence[str] | None = None,
     if isinstance(batch, (pa.Table, pa.RecordBatch)):
         if names is not None:
             batch = batch.select([n for n in names if n in batch.schema.names])
-        rows = batch.to_pylist()
+        rows: list[dict[str, Any]] = batch.to_pylist()
     else:
         _check_mapping(batch)
         keys = [k for k in batch.keys() if names is None or k in names]
@@ -129,9 +130,11 @@ def ragged(arr: pa.Array, dtype: type | np.dtype) -> tuple[np.ndarray, np.ndarra
 
 def _pylist(values: Any) -> list[Any]:
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
-        return values.to_pylist()
+        listed: list[Any] = values.to_pylist()
+        return listed
     if isinstance(values, np.ndarray):
-        return values.tolist()
+        listed = values.tolist()
+        return listed
     return values if isinstance(values, list) else list(values)
 
 

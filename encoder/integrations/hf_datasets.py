@@ -81,7 +81,8 @@ def render_dataset(ds: Any, encoder: Any = DEFAULT_FORMAT, *, num_proc: int | No
 def _format_type(ds: Any) -> str | None:
     """The format ``ds`` is in (None = Python objects), to hand the result back in it."""
     if hasattr(ds, "format"):  # Dataset
-        return ds.format.get("type")
+        name: str | None = ds.format.get("type")
+        return name
     fmt = getattr(ds, "_formatting", None)  # IterableDataset keeps it private
     return getattr(fmt, "format_type", None)
 

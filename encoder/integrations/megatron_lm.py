@@ -36,7 +36,7 @@ def mask_prefix(ids_prefix: str) -> str:
     return ids_prefix[: -len(IDS_KEY)] + MASK_KEY
 
 
-class MaskedGPTDataset(GPTDataset):
+class MaskedGPTDataset(GPTDataset):  # type: ignore[misc]  # megatron-core has no type information
     """``GPTDataset`` whose ``loss_mask`` is ocml's (see the module docstring)."""
 
     def __init__(self, indexed_dataset: Any, dataset_path: str | None, *args: Any, **kwargs: Any) -> None:
@@ -49,7 +49,7 @@ class MaskedGPTDataset(GPTDataset):
                              hint="use the ids and mask pair of one ocml pack run")
 
     def __getitem__(self, idx: int | None) -> dict[str, torch.Tensor]:
-        out = super().__getitem__(idx)
+        out: dict[str, torch.Tensor] = super().__getitem__(idx)
         ids, self.dataset = self.dataset, self.mask_dataset  # type: ignore[has-type]  # megatron's untyped attribute
         try:  # the same span of the mask dataset (GPTDataset reads its samples from self.dataset)
             mask, _ = self._query_document_sample_shuffle_indices(0 if idx is None else idx)

@@ -81,7 +81,8 @@ def _row_ids(batch: BatchLike, id_column: str | None, first: int,
         col = column(batch, id_column, pa.int64())
         if col.null_count:
             raise InputError(f"id column {id_column!r} has nulls", field=id_column)
-        return col.to_numpy(zero_copy_only=False).astype(np.int64)
+        ids: np.ndarray = col.to_numpy(zero_copy_only=False).astype(np.int64)
+        return ids
     if indices is not None:
         if len(indices) != n:
             raise InputError(f"{len(indices)} indices for {n} rows", field="indices")

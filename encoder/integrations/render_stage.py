@@ -16,7 +16,6 @@ stops at the first with the row named.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -33,7 +32,6 @@ from ..pipeline.workers import Rendered, RenderSpec, render_chunk
 from .batches import BatchLike, column, column_names, list_array, num_rows, records
 from .columns import ERROR_COLUMNS, RENDER_COLUMNS, error_columns
 
-_BATCH_SOURCE = SimpleNamespace(display="the batch")  # ``columns_for`` names its source in errors
 
 
 class OcmlRender:
@@ -143,7 +141,7 @@ class OcmlRender:
         """The columns ``ocml pack`` reads from a table (messages, tools, option columns); all
         columns when the batch has no messages column (every row then fails on its own)."""
         try:
-            return columns_for(_BATCH_SOURCE, column_names(batch), self.messages_field, self.tools_field)
+            return columns_for("the batch", column_names(batch), self.messages_field, self.tools_field)
         except InputError:
             return None
 
@@ -153,7 +151,9 @@ class OcmlRender:
         lengths[out.locations] = np.diff(out.offsets)
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        rag = {"ids": out.ids, "mask": out.mask, "offsets": out.offsets, "message_index": out.message_index}
+        rag = {"ids": out.ids, "mask": out.mask, "offsets": out.offsets}
+        if out.message_index is not None:  # rendered when the outputs ask for it (RenderSpec.message_index)
+            rag["message_index"] = out.message_index
         cols: dict[str, pa.Array] = {}
         for name in self.outputs:
             spec = RENDER_COLUMNS[name]

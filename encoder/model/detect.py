@@ -19,11 +19,14 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, OcmlError
 from ..formats.declare import Candidate
 from .folder import ModelFolder
+
+if TYPE_CHECKING:
+    from ..encoder import Encoder
 
 PROBES_FILE = Path(__file__).with_name("probes.json")
 
@@ -82,7 +85,7 @@ class Detection:
     def matched(self) -> bool:
         return self.result.core_ok
 
-    def encoder(self, **overrides: Any):
+    def encoder(self, **overrides: Any) -> Encoder:
         """An ``Encoder`` for the detected format with the model's own tokenizer."""
         from ..encoder import Encoder
 

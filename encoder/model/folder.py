@@ -10,9 +10,12 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
+
+if TYPE_CHECKING:
+    from ocml.vocab import Tokenizer
 
 
 class ModelFolderError(InputError):
@@ -52,7 +55,7 @@ class ModelFolder:
     chat_template: str
     config: dict[str, Any]
     generation_config: dict[str, Any] | None
-    _tokenizer: Any = field(default=None, repr=False)
+    _tokenizer: Tokenizer | None = field(default=None, repr=False)
     _hf: Any = field(default=None, repr=False)
 
     @classmethod
@@ -72,7 +75,7 @@ class ModelFolder:
         return cls(p, template, config, _read_json(p / "generation_config.json"))
 
     # -- the two renderers' inputs ----------------------------------------------------------
-    def tokenizer(self):
+    def tokenizer(self) -> Tokenizer:
         """The model's own tokenizer as an ocml ``Tokenizer``: its special tokens at its ids."""
         if self._tokenizer is None:
             from ocml import vocab
@@ -80,7 +83,8 @@ class ModelFolder:
             self._tokenizer = vocab.from_hf(self.path)
         return self._tokenizer
 
-    def hf(self):
+    def hf(self) -> Any:
+        """transformers' ``AutoTokenizer`` of the folder, with its chat template (the reference renderer)."""
         if self._hf is None:
             from ocml.vocab.errors import require
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, InputTypeError
+from ..errors import InputError, InputTypeError, article
 
 _RAGGED_KEYS = ("ids", "mask", "offsets")
 
@@ -98,7 +98,7 @@ def _from_results(results: Sequence[Any]) -> Docs:
         if r is None:
             continue
         if not isinstance(r, RenderResult):
-            raise InputTypeError(f"docs[{i}] is a {type(r).__name__}, not a RenderResult or None", field="docs",
+            raise InputTypeError(f"docs[{i}] is {article(type(r).__name__)}, not a RenderResult or None", field="docs",
                                  hint="pass render/render_batch output or a ragged dict")
         index.append(i)
     skipped = [i for i, r in enumerate(results) if r is None]
@@ -138,7 +138,7 @@ def as_docs(docs: Any) -> Docs:
         return ragged_docs(docs["ids"], docs["mask"], docs["offsets"], docs.get("index"), docs.get("message_index"))
     if isinstance(docs, (list, tuple)):
         return _from_results(docs)
-    raise InputTypeError(f"cannot pack a {type(docs).__name__}", field="docs",
+    raise InputTypeError(f"cannot pack {article(type(docs).__name__)}", field="docs",
                          hint="pass a Batch, a list of RenderResult (None = failed), or a ragged dict")
 
 

@@ -18,7 +18,7 @@ from .padding import padded
 
 def label_buffer(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """int32 labels: ``ids`` where ``mask``, -100 elsewhere (arithmetic: ~3x ``np.where``)."""
-    out = ids.astype(np.int32) + np.int32(-IGNORE)  # ids are >= 0, so untrained -> 0 -> -100
+    out: np.ndarray = ids.astype(np.int32) + np.int32(-IGNORE)  # ids are >= 0, so untrained -> 0 -> -100
     out *= mask
     out += np.int32(IGNORE)
     return out

@@ -18,7 +18,7 @@ KEY_WORDS = 2  # a key is 128 bits, as two uint64 words
 def content_keys(ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """``[docs, 2]`` uint64: BLAKE2b-128 of each document's ids (little-endian int32)."""
     data = np.ascontiguousarray(ids, dtype="<i4")
-    buf = memoryview(data).cast("B")
+    buf = data.data.cast("B")
     n = len(offsets) - 1
     out = np.empty((n, KEY_WORDS), dtype=np.uint64)
     raw = bytearray(16 * n)

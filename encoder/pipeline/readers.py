@@ -272,17 +272,17 @@ def _lines(f: IO[bytes], limit: int) -> Iterator[bytes | LongLine]:
 
 # -- reading ---------------------------------------------------------------------------------
 
-def columns_for(source: Source, schema_names: Sequence[str], messages_field: str, tools_field: str) -> list[str]:
+def columns_for(display: str, schema_names: Sequence[str], messages_field: str, tools_field: str) -> list[str]:
     """The columns of a tabular source: all of them (each record then goes through the one
     column rule, ``ocml.encoder.inputs.columns``); a clear error when it has no messages
-    column but one that looks like a typo of it."""
+    column but one that looks like a typo of it (``display``: the source, as errors name it)."""
     if messages_field not in schema_names and "conversations" not in schema_names:
         from .records import looks_like
 
         near = [c for c in schema_names if looks_like(c, messages_field)]
         if not near:  # records of another shape (encoder.inputs): each record's shape decides
             return list(schema_names)
-        raise InputError(f"{source.display} has no column {messages_field!r} (columns: {list(schema_names)[:12]})",
+        raise InputError(f"{display} has no column {messages_field!r} (columns: {list(schema_names)[:12]})",
                          code="E-INPUT-FIELD", field=messages_field,
                          hint=f"pass --messages-field {near[0]}" if near else "pass --messages-field COLUMN")
     return list(schema_names)
@@ -363,7 +363,7 @@ def _jsonl_parts(src: Source, si: int, begin: Position, n: int, nbytes: int, max
         for line in _lines(f, max_line):
             lines.append(line)
             last[0] = chunk_line + len(lines) - 1
-            size += line.size if type(line) is LongLine else len(line)
+            size += line.size if isinstance(line, LongLine) else len(line)
             if len(lines) >= n or size >= nbytes:
                 yield (Kind.JSONL, chunk_line, lines, len(lines), Position(si, chunk_line, chunk_offset),
                        Position(si, chunk_line + len(lines), chunk_offset + size))
@@ -408,7 +408,8 @@ def _table_chunks(src: Source, si: int, begin: Position, n: int, messages_field:
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, batch.schema) as w:
             w.write_batch(batch)
-        return sink.getvalue().to_pybytes()
+        data: bytes = sink.getvalue().to_pybytes()  # pyarrow has no type information
+        return data
 
     row = 0
     for batch in _batches(src, n, messages_field, tools_field, begin.location):
@@ -430,7 +431,7 @@ def _batches(src: Source, n: int, messages_field: str, tools_field: str, skip_ro
         import pyarrow.parquet as pq
 
         pf = pq.ParquetFile(src.path, memory_map=True)
-        cols = columns_for(src, pf.schema_arrow.names, messages_field, tools_field)
+        cols = columns_for(src.display, pf.schema_arrow.names, messages_field, tools_field)
         md = pf.metadata
         groups, row = [], 0
         for g in range(md.num_row_groups):  # skip whole row groups before a resume point
@@ -451,7 +452,7 @@ def _batches(src: Source, n: int, messages_field: str, tools_field: str, skip_ro
                            hint="the file is incomplete (an interrupted save_to_disk, download or copy?): write "
                                 "or fetch it again")
     reader = pa.ipc.open_stream(source) if src.arrow_stream else pa.ipc.open_file(source)
-    cols = columns_for(src, reader.schema.names, messages_field, tools_field)
+    cols = columns_for(src.display, reader.schema.names, messages_field, tools_field)
     if src.arrow_stream:
         for batch in reader:
             yield batch.select(cols)

@@ -492,8 +492,8 @@ def dump_recipe(recipe: Recipe) -> str:
     """The resolved recipe as YAML (``DIR/recipe.yaml``)."""
     import yaml
 
-    return "# written by ocml pack: the resolved recipe of this run (ocml pack --recipe THIS --out NEW)\n" + \
-        yaml.safe_dump(recipe.to_dict(), sort_keys=False, allow_unicode=True)
+    body: str = yaml.safe_dump(recipe.to_dict(), sort_keys=False, allow_unicode=True)  # yaml has no type information
+    return "# written by ocml pack: the resolved recipe of this run (ocml pack --recipe THIS --out NEW)\n" + body
 
 
 __all__ = ["DEDUP_MODES", "Recipe", "RecipeError", "SourceSpec", "Validation", "dump_recipe", "expand_path",

@@ -74,7 +74,8 @@ def plan_documents(r: Recipe, meta: Mapping[str, Any], counts: list[SourceCounts
     val = validation_mask(keys, r.validation, r.seed)
     dup = first_occurrences(keys)
     removed = dup if r.dedup == "exact" else np.zeros_like(dup)
-    train_parts, per_source = [], []
+    train_parts: list[np.ndarray] = []
+    per_source: list[dict[str, Any]] = []
     for si, s in enumerate(r.sources):
         mine = src == si
         cand = np.flatnonzero(mine & ~val & ~removed)

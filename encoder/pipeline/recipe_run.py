@@ -53,7 +53,7 @@ from .readers import Position, Source, iter_chunks, resolve
 from .recipe import Recipe, dump_recipe, expand_path
 from .recipe_plan import Plan, SourceCounts, plan_documents, summed
 from .recipe_report import common_setting, format_recipe_report, row_order_statistic
-from .recipe_spools import RecipeSpools
+from .recipe_spools import DocBatch, RecipeSpools
 from .report import (OVERLONG, LengthHistogram, columns_section, errors_section, manifest_base, overlong_entries,
                      plot_lengths, shard_dirs, timing_section, trained_summary, untrained_summary, write_json)
 from .resume import PROGRESS, STATE_DIR, fingerprint, input_fingerprint, reopen_log as _reopen
@@ -273,7 +273,7 @@ class RecipeRun:
     def _packed(self, split: str) -> bool:
         return self.recipe.pack and (split == "train" or self.recipe.validation_pack)
 
-    def _doc_batches(self, order: np.ndarray, scan: dict[str, Any]) -> Iterator[tuple[np.ndarray, ...]]:
+    def _doc_batches(self, order: np.ndarray, scan: dict[str, Any]) -> Iterator[DocBatch]:
         """(ids, mask, offsets, index, message_index) of the documents ``order``, a batch at a time."""
         return self.spools.doc_batches(order, scan["meta"]["length"],
                                        self.recipe.pack and self.overlong is Overlong.TRUNCATE)
@@ -282,6 +282,7 @@ class RecipeRun:
         from ..pack import Packer
 
         r = self.recipe
+        assert r.seq_len is not None, "the recipe check: packing needs seq_len"
         # One window per epoch (as a plain run): the epoch already bounds the documents held.
         return Packer(r.seq_len, pad_id=r.pad_id, encoder=self.enc, overlong=self.overlong, window=None,
                       pad_to_multiple_of=r.pad_to_multiple_of)

@@ -29,6 +29,9 @@ META_COLUMNS = {"length": np.int64, "trained": np.int64, "file": np.int32, "loca
 ROW_COLUMNS = {"input_ids": np.int32, "labels": np.int32, "position_ids": np.int32, "row_segments": np.int64,
                "seg_lengths": np.int32, "seg_doc": np.int64}
 
+#: (ids, mask, offsets, index, message_index) of a batch of spooled documents
+DocBatch = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]
+
 
 class RecipeSpools:
     def __init__(self, state: Path) -> None:
@@ -62,7 +65,7 @@ class RecipeSpools:
         """The metadata columns, as far as a scan checkpoint recorded them (``sizes``)."""
         return {k: self.meta.read(k)[: sizes[k]] for k in META_COLUMNS}
 
-    def doc_batches(self, order: np.ndarray, n_docs: int, message_index: bool) -> Iterator[tuple[np.ndarray, ...]]:
+    def doc_batches(self, order: np.ndarray, n_docs: int, message_index: bool) -> Iterator[DocBatch]:
         """(ids, mask, offsets, index, message_index) of the documents ``order`` (of the first
         ``n_docs`` spooled), a batch at a time."""
         length = self.meta.read("length")[:n_docs]

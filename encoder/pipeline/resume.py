@@ -29,7 +29,7 @@ class Checkpoint:
 
     position: dict[str, int]
     rows: int
-    counters: dict[str, int]
+    counters: dict[str, Any]        # asdict(Counters): counts, and ignored_columns (column -> records)
     logs: dict[str, int]            # bytes of each append-only log (errors.jsonl, overlong.jsonl, ...)
     lengths: dict[str, list[int]]
     pack: dict[str, int]

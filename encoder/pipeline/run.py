@@ -120,8 +120,9 @@ class _Run:
         self.out = opts.out
         self.detection: dict[str, Any] | None = None   # --model: the manifest's record of format detection
         self.workers = opts.workers or default_workers()
-        ck = Checkpoint(**progress["checkpoint"]) if progress and progress.get("checkpoint") else None
-        self.resumed_shards = progress["shards"] if ck else 0
+        resume = progress if progress and progress.get("checkpoint") else None
+        ck = Checkpoint(**resume["checkpoint"]) if resume else None
+        self.resumed_shards = resume["shards"] if resume else 0
         self.counters = Counters(**ck.counters) if ck else Counters()
         self.start_counts = (self.counters.records, self.counters.tokens)  # this run's speed counts from here
         if ck:
@@ -139,7 +140,7 @@ class _Run:
         od.remove(lambda key: is_shard(key, self.resumed_shards))  # stale after a crash
         self.writer = ShardWriter(self.out, packed=opts.pack, seq_len=opts.seq_len or 0, shard_rows=opts.shard_size,
                                   parquet="parquet" in opts.outputs, npy="npy" in opts.outputs,
-                                  skip_rows=progress["rows"] if ck else 0, first_shard=self.resumed_shards,
+                                  skip_rows=resume["rows"] if resume else 0, first_shard=self.resumed_shards,
                                   on_shard=self._on_shard, claim=od.claim,
                                   megatron="megatron" in opts.outputs, vocab_size=enc.tokenizer.n_vocab,
                                   seq_idx=opts.seq_idx)
@@ -155,6 +156,7 @@ class _Run:
     def _new_packer(self) -> Any:
         from ..pack import Packer
 
+        assert self.opts.seq_len is not None, "check_options: packing needs --seq-len"
         # One window per epoch: the epoch already bounds the documents held (``window``).
         return Packer(self.opts.seq_len, pad_id=self.opts.pad_id, encoder=self.enc,
                       overlong=self.opts.overlong_policy, window=None,
@@ -358,7 +360,8 @@ def _bar(opts: PackOptions, smap: SourceMap, log: IO[str], done: int, desc: str 
     from tqdm import tqdm
 
     counts = [count_records(s) for s in smap.files]
-    total = sum(counts) if all(c is not None for c in counts) else None
+    known = [c for c in counts if c is not None]
+    total = sum(known) if len(known) == len(counts) else None
     return tqdm(total=total, initial=done, unit=" rec", file=log, dynamic_ncols=True, smoothing=0.1,
                 desc=desc)
 

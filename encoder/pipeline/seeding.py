@@ -35,7 +35,8 @@ def _mix(x: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
         x = (x ^ (x >> np.uint64(30))) * _M1
         x = (x ^ (x >> np.uint64(27))) * _M2
-        return x ^ (x >> np.uint64(31))
+        mixed: np.ndarray = x ^ (x >> np.uint64(31))  # numpy's stubs: uint64 operators give Any
+        return mixed
 
 
 def unit(keys: np.ndarray, seed: int, stream: str) -> np.ndarray:
@@ -43,7 +44,8 @@ def unit(keys: np.ndarray, seed: int, stream: str) -> np.ndarray:
     salt = _mix(np.array([(seed ^ (tag(stream) << 32)) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64))[0]
     with np.errstate(over="ignore"):
         h = _mix(np.asarray(keys, dtype=np.uint64) ^ salt + _GOLDEN)
-    return (h >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+    uniform: np.ndarray = (h >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+    return uniform
 
 
 __all__ = ["generator", "tag", "unit"]

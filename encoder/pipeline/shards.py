@@ -91,7 +91,8 @@ class Block:
     def slice(self, a: int, b: int) -> Block:
         """Rows [a, b)."""
         if self.packed:
-            assert self.seg_offsets is not None and self.seg_lengths is not None and self.seg_doc is not None
+            assert self.position_ids is not None and self.seg_offsets is not None and self.seg_lengths is not None
+            assert self.seg_doc is not None
             s0, s1 = int(self.seg_offsets[a]), int(self.seg_offsets[b])
             return Block(b - a, self.input_ids[a:b], self.labels[a:b], self.position_ids[a:b],
                          self.seg_offsets[a:b + 1] - s0, self.seg_lengths[s0:s1], self.seg_doc[s0:s1],
@@ -285,7 +286,7 @@ class _NpyPart:
         f["input_ids"].append(block.input_ids)
         f["labels"].append(block.labels)
         if self.packed:
-            assert block.seg_offsets is not None and block.seg_lengths is not None
+            assert block.position_ids is not None and block.seg_offsets is not None and block.seg_lengths is not None
             f["position_ids"].append(block.position_ids)
             f["seq_lengths"].append(block.seg_lengths)
             if "seq_idx" in f:

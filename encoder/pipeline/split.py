@@ -23,14 +23,16 @@ def validation_mask(keys: np.ndarray, spec: Validation | None, seed: int) -> np.
         return np.zeros(n, dtype=bool)
     u = unit(keys[:, 0] ^ keys[:, 1], seed, "split")
     if spec.fraction is not None:
-        return u < spec.fraction
+        below: np.ndarray = u < spec.fraction  # numpy's stubs: an ndarray comparison gives Any
+        return below
     count = int(spec.count or 0)
     distinct = np.unique(u)
     if count >= distinct.shape[0]:
         raise RecipeError(f"validation: {count} conversations asked, but the input has only "
                           f"{distinct.shape[0]} distinct ones", field="validation",
                           hint="ask for fewer, or a fraction such as 0.01")
-    return u <= distinct[count - 1]
+    chosen: np.ndarray = u <= distinct[count - 1]
+    return chosen
 
 
 __all__ = ["validation_mask"]

@@ -9,14 +9,16 @@ file to what a checkpoint recorded, so a resumed run appends exactly after it.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 
 class Spool:
-    def __init__(self, folder: Path, columns: dict[str, np.dtype | type]) -> None:
+    def __init__(self, folder: Path, columns: Mapping[str, DTypeLike]) -> None:
         self.folder = folder
         self.columns = {k: np.dtype(v) for k, v in columns.items()}
         self._files: dict[str, IO[bytes]] = {}
@@ -73,7 +75,8 @@ def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     ends = np.cumsum(lengths)
     shift = np.repeat(np.asarray(starts, dtype=np.int64) - (ends - lengths), lengths)
-    return np.arange(total, dtype=np.int64) + shift
+    flat: np.ndarray = np.arange(total, dtype=np.int64) + shift
+    return flat
 
 
 __all__ = ["Spool", "ranges"]

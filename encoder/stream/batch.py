@@ -159,7 +159,7 @@ class _Lane:
 
     __slots__ = ("ft", "channel", "visible", "deltas")
 
-    def __init__(self, ft: list, channel: str | None, visible: bool) -> None:
+    def __init__(self, ft: list[str | None], channel: str | None, visible: bool) -> None:
         self.ft = ft
         self.channel = channel
         self.visible = visible
@@ -204,7 +204,8 @@ class BatchDecoder:
             self._dm = np.full(w, None, dtype=object)  # the cached Deltas
             self._off = np.zeros(self.batch_size, dtype=np.uint64)
 
-    def _lane_for(self, tables: Any, ft: list, channel: str | None, visible: bool) -> tuple[int, _Lane | None]:
+    def _lane_for(self, tables: Any, ft: list[str | None], channel: str | None,
+                  visible: bool) -> tuple[int, _Lane | None]:
         key = (id(ft), channel, visible)
         hit = self._lanes.get(key)
         if hit is not None and hit[1].ft is ft:
@@ -461,7 +462,8 @@ class BatchDecoder:
     @property
     def done(self) -> np.ndarray:
         """bool ``[B]``: rows that take no more ids (stopped, finished, or raised in strict mode)."""
-        return self._done.copy()
+        done: np.ndarray = self._done.copy()  # numpy's stubs: ndarray.copy() returns Any
+        return done
 
     @property
     def stopped(self) -> list[Stop | None]:

@@ -133,7 +133,7 @@ from .engine_stop import engine_stop
 from .route import AtomRouter
 from ..prefill import prefill_ids, prefill_role
 from .codec_tables import tables_for
-from .scanner import Control, InvalidId, Scanner, Special, StopString, Text
+from .scanner import Atom, Control, InvalidId, Scanner, Special, StopString, Text
 
 if TYPE_CHECKING:
     from ..codec import Codec
@@ -142,7 +142,7 @@ if TYPE_CHECKING:
 __all__ = ["StreamDecoder", "tables_for"]
 
 
-def _id_list(ids: object) -> list:
+def _id_list(ids: object) -> list[int]:
     """``feed``'s argument as a list (the caller passed something other than a list)."""
     if isinstance(ids, (int, np.integer)) and not isinstance(ids, (bool, np.bool_)):
         return [int(ids)]
@@ -150,7 +150,8 @@ def _id_list(ids: object) -> list:
         if ids.ndim > 1 or (ids.size and ids.dtype.kind not in "iu"):
             raise InputTypeError(f"ids must be a 1-d integer array, got {ids.dtype} with shape {ids.shape}",
                                  field="ids")
-        return ids.tolist()
+        listed: list[int] = ids.tolist()
+        return listed
     if isinstance(ids, (bool, np.bool_, str, bytes, bytearray, dict)) or not hasattr(ids, "__iter__"):
         raise InputTypeError(f"ids must be a token id or a sequence of token ids, got {type(ids).__name__}",
                              field="ids", hint="e.g. dec.feed([id]) or dec.feed(ids)")
@@ -267,7 +268,7 @@ class StreamDecoder:
         return self._stopping
 
     @property
-    def messages(self) -> list:
+    def messages(self) -> list[Message]:
         """Messages completed so far."""
         return self.fm.messages
 
@@ -381,7 +382,8 @@ class StreamDecoder:
                 return out
         # a stop string, a stop id, or a control that is no stop here (<|end|> as a stop id): the
         # engine stopped on it on purpose
-        named = self._names.get(es.ids[-1] if es.ids else es.stop_id)  # type: ignore[arg-type]
+        key = es.ids[-1] if es.ids else es.stop_id
+        named = None if key is None else self._names.get(key)
         token = es.string if es.string is not None else (
             named or ("eos" if stop_reason is None else str(stop_reason)))
 
@@ -473,7 +475,7 @@ class StreamDecoder:
                        errors=fm.errors, tools=tools)
 
     # -- internals ------------------------------------------------------------
-    def _atoms(self, atoms: list, end: int | None) -> None:
+    def _atoms(self, atoms: list[Atom], end: int | None) -> None:
         """Route atoms; ``end`` = index after the fed chunk (None: the scanner's index)."""
         fm = self.fm
         out = self._out

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from ..cli_args import add_mask, add_reasoning
 from ocml.vocab import DEFAULT_FORMAT
@@ -27,7 +26,7 @@ def _cmd_template(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Add ``template`` to an ``argparse`` subparsers object (``ocml.encoder.cli`` wires it)."""
     p = subparsers.add_parser(
         "template",

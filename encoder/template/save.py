@@ -129,5 +129,5 @@ def save_pretrained(enc: Renders, directory: str | Path) -> Path:
     hf = hf_tokenizer(enc)
     hf.save_pretrained(str(out))
     portable_config(out, hf.chat_template)
-    GenerationConfig(**generation_config(enc, hf)).save_pretrained(str(out))
+    GenerationConfig(**generation_config(enc, hf)).save_pretrained(str(out))  # type: ignore[no-untyped-call]  # transformers: GenerationConfig.__init__(**kwargs) is unannotated
     return out

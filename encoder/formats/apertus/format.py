@@ -42,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
-from ...errors import CallSchemaError, InputError
+from ...errors import CallSchemaError, InputError, article
 from ...jsonlimits import loads_record
 from ...grammar.headers import HeaderStyle
 from ...grammar.text import check_text
@@ -56,6 +56,8 @@ from ..base import Format, PlanContext
 from ..strategies import TextLayout, TranscriptStyle, TurnShape
 
 if TYPE_CHECKING:
+    from ocml.vocab import Tokenizer
+
     from ...masks import MaskPolicy
 
 
@@ -67,7 +69,7 @@ class Apertus(Format):
     transcript: ClassVar[TranscriptStyle] = TranscriptStyle(joiner="")
     turns: ClassVar[TurnShape] = TurnShape(blocks=True)
 
-    def __init__(self, tokenizer, *, validate_bodies: bool = True, enable_thinking: bool = False,
+    def __init__(self, tokenizer: Tokenizer, *, validate_bodies: bool = True, enable_thinking: bool = False,
                  date: str | None = None, default_system: str | None = None) -> None:
         super().__init__(tokenizer, validate_bodies=validate_bodies)
         if type(enable_thinking) is not bool:
@@ -156,7 +158,7 @@ class Apertus(Format):
                     turn = None
                 out.append(_simple(m, j))
             else:
-                raise InputError(f"a {m.role} message at position {j}", index=j, field="role",
+                raise InputError(f"{article(m.role)} message at position {j}", index=j, field="role",
                                  hint="Apertus has one system message (first) and one developer block (right after it)")
         if turn is not None:
             out.append(turn.message())

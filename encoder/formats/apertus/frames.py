@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ...errors import article
 from ...events import new_delta
 from ...frames import FrameMachine
 from ...grammar.headers import Header
@@ -221,7 +222,7 @@ class ApertusMachine(FrameMachine):
                 self.close("truncated", position)
                 self._open_at(name, position)
             else:
-                self.error("E-PARSE-STRAY-CONTROL", f"{name} inside a {role} message", position)
+                self.error("E-PARSE-STRAY-CONTROL", f"{name} inside {article(role)} message", position)
         elif name in STARTS or name == TURN_START:
             self._open_at(name, position)
         elif name not in _FRAMING:

@@ -104,7 +104,8 @@ def _str(value: Any, name: str, optional: bool = False) -> str | None:
     if value is None and optional:
         return None
     expect(value, str, name, "a string")
-    return value
+    text: str = value
+    return text
 
 
 def _files(files: Any) -> list[FimFile]:

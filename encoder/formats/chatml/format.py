@@ -69,6 +69,8 @@ from .fim import FIM_ROLE
 from .turns import CALL_CLOSE, CALL_OPEN, ChatMLTurn, read_call, read_turn
 
 if TYPE_CHECKING:
+    from ocml.vocab import Tokenizer
+
     from ...frames import FrameMachine
     from ...masks import Flags, MaskPolicy
 
@@ -95,7 +97,7 @@ class ChatML(Format):
     #: applies first (``Encoder.prepare``), ``reasoning=`` decides what the rest becomes
     turns: ClassVar[TurnShape] = TurnShape(blocks=True, inline_reasoning=True)
 
-    def __init__(self, tokenizer, *, validate_bodies: bool = True, layout: str = "deployed",
+    def __init__(self, tokenizer: Tokenizer, *, validate_bodies: bool = True, layout: str = "deployed",
                  bos_eos: bool = False, default_system: str | None = None, reasoning: str = "error") -> None:
         super().__init__(tokenizer, validate_bodies=validate_bodies)
         try:

@@ -88,7 +88,7 @@ class ChatMLMachine(FrameMachine):
             self.lean = True
             self.plain = False
 
-    def plain_table(self, fast_text: list) -> list:
+    def plain_table(self, fast_text: list[str | None]) -> list[str | None]:
         return plain_table(fast_text)
 
     def text(self, s: str, position: int) -> None:

@@ -61,10 +61,10 @@ _CALL_BODY = len(CALL_OPEN)
 FUNCTIONS = "functions."
 
 
-_PLAIN: dict[int, tuple[list, list]] = {}
+_PLAIN: dict[int, tuple[list[str | None], list[str | None]]] = {}
 
 
-def plain_table(fast_text: list) -> list:
+def plain_table(fast_text: list[str | None]) -> list[str | None]:
     """The scanner's ``fast_text`` table without the texts that could touch markup (a ``<``, a
     trailing newline): the stream decoder's lean path while the reader is ``plain`` (built once
     per table)."""

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from ..json_fields import copy_json, need_mapping, need_str, type_name
 from ocml.encoder.sections import SECTIONS, content_key
-from ocml.vocab.errors import DependencyError, InputError, UnknownNameError
+from ocml.vocab.errors import DependencyError, InputError, UnknownNameError, article
 
 __all__ = [
     "DEFAULT_MODEL_IDENTITY",
@@ -149,7 +149,7 @@ class ToolNamespace:
         for i, tool in enumerate(self.tools):
             if not isinstance(tool, ToolDescription):
                 raise InputError(
-                    f"tool {i} is a {type_name(tool)}, not a ToolDescription",
+                    f"tool {i} is {article(type_name(tool))}, not a ToolDescription",
                     field=f"tools[{i}]",
                     hint="use ToolNamespace.from_dict for plain dicts",
                 )

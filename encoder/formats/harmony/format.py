@@ -25,8 +25,10 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
+from ocml.vocab import Tokenizer
+
 from ...adapters import ChatStyle
-from ...errors import CallSchemaError, InputError
+from ...errors import CallSchemaError, InputError, article
 from ...grammar.headers import Header
 from ...messages import Conversation, Message, Options
 from ...plan import CTL, TXT, MessagePlan, Piece  # noqa: F401
@@ -55,7 +57,7 @@ class HarmonyFormat(HarmonyFrame):
     # gpt-oss template: assistant content next to tool calls is the call's analysis
     chat_style: ClassVar[ChatStyle] = ChatStyle(content_with_calls="analysis")
 
-    def __init__(self, tokenizer, *, validate_bodies: bool = True, recipient_after_channel: bool = False) -> None:
+    def __init__(self, tokenizer: Tokenizer, *, validate_bodies: bool = True, recipient_after_channel: bool = False) -> None:
         super().__init__(tokenizer, validate_bodies=validate_bodies)
         self.recipient_after_channel = recipient_after_channel
 
@@ -71,7 +73,7 @@ class HarmonyFormat(HarmonyFrame):
             if m.structured is not None:
                 want = "system" if isinstance(m.structured, SystemContent) else "developer"
                 if m.role != want:
-                    raise InputError(f"{type(m.structured).__name__} in a {m.role} message", index=i,
+                    raise InputError(f"{type(m.structured).__name__} in {article(m.role)} message", index=i,
                                      field="content", hint=f"put it in a {want} message")
                 has_system = has_system or want == "system"
             if (m.role == "tool") and not m.name:

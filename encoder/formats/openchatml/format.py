@@ -19,6 +19,8 @@ import re
 from operator import attrgetter
 from typing import ClassVar
 
+from ocml.vocab import Tokenizer
+
 from ...errors import CallSchemaError
 from ...messages import CHANNELS, Conversation, Message
 from ...plan import CTL, TXT, MessagePlan, Piece
@@ -45,7 +47,7 @@ class OpenChatML22(HarmonyFrame):
         ("recipient", "to"), ("call_id", "call_id"), ("name", "name"), ("intent", "intent"),
         ("content_type", "content_type")))
 
-    def __init__(self, tokenizer, *, validate_bodies: bool = True, require_call_ids: bool = False) -> None:
+    def __init__(self, tokenizer: Tokenizer, *, validate_bodies: bool = True, require_call_ids: bool = False) -> None:
         super().__init__(tokenizer, validate_bodies=validate_bodies)
         self.require_call_ids = require_call_ids
         # header attributes read as one C call per message (plan runs per message with a non-plain body)

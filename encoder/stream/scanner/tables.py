@@ -218,7 +218,7 @@ class ScannerTables:
         #: Seconds spent building these tables (reported by benchmarks).
         self.build_seconds: float = time.perf_counter() - t0
 
-    def mode_of(self, fast_text: list) -> _Mode:
+    def mode_of(self, fast_text: list[Optional[str]]) -> _Mode:
         """The mode whose ``fast_text`` table this is (``StreamDecoder.lean_table``)."""
         for mode in (self.normal, self.literal):
             if mode is not None and mode.fast_text is fast_text:
