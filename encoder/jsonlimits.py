@@ -29,11 +29,13 @@ import math
 import re
 import sys
 from collections.abc import Mapping, Sequence
+from types import ModuleType
 from typing import Any, NoReturn
 
 from .errors import InputError, OcmlError
 from .sections import content_key
 
+_orjson: ModuleType | None
 try:  # a dependency (pyproject); without it every line is read by json.loads, to the same values
     import orjson as _orjson
 except ImportError:  # pragma: no cover

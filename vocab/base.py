@@ -77,7 +77,7 @@ def _official_path(name: str, entry: dict[str, Any]) -> Path:
     )
 
 
-def _read_official(name: str, entry: dict, path: Path) -> bytes:
+def _read_official(name: str, entry: dict[str, Any], path: Path) -> bytes:
     """The official file's bytes, checked against the pinned sha256."""
     raw = path.read_bytes()
     data = gzip.decompress(raw) if path.suffix == ".gz" else raw

@@ -6,7 +6,8 @@ template speaks (detected by comparing ids on probe conversations).
     enc = det.encoder()                         # the detected format with the model's tokenizer
 """
 
-from .detect import Candidate, Detection, FormatDetectionError, ProbeResult, detect_format
+from ..formats.declare import Candidate
+from .detect import Detection, FormatDetectionError, ProbeResult, detect_format
 from .folder import ModelFolder, ModelFolderError
 
 __all__ = ["Candidate", "Detection", "FormatDetectionError", "ModelFolder", "ModelFolderError", "ProbeResult",
