@@ -153,7 +153,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
 
 
 def _cmd_text(args: argparse.Namespace) -> int:
-    from .encoder import Encoder
+    from .facade import Encoder
 
     enc = Encoder(args.format, args.tokenizer, **format_options(args))
     sys.stdout.write(enc.to_text(load_conversation(args.file, args.line)))

@@ -5,7 +5,7 @@ The features (``parse``, ``transcript``, ``interchange``, ``openai_message``, ``
 that render, the ``Renders`` protocol - instead of the ``Encoder`` facade, and call each other
 by importing each other's modules.  This module imports no feature (only the lexicon, the
 lexical classes every reader shares), and ``Encoder`` (which
-is a ``Codec``: see ``ocml.encoder.encoder``) is imported by none, so the features and the
+is a ``Codec``: see ``ocml.encoder.facade``) is imported by none, so the features and the
 facade that dispatches to them form no import circle (``tests/test_import_cycles.py``).
 
 Tables a feature derives from the format and tokenizer (the id parser, the transcript
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from ocml import vocab
 from ocml.vocab import Tokenizer, control_table
 
-from .stream.lexicon import Lexicon, build_lexicon
+from .read.lexicon import Lexicon, build_lexicon
 
 if TYPE_CHECKING:
     from .formats.base import Format

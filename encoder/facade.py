@@ -27,7 +27,7 @@ from .cot import dropped as cot_dropped, parse_cot
 from .errors import InputError, InputTypeError, OcmlError
 from .formats import format_class
 from .jsonlimits import reraise
-from .inputs import layout as record_layout
+from .inputs import render_record as record_layout
 from .inputs.shapes import RECORD_SHAPES, ShapeOptions
 from .grammar.terminators import StopMode
 from .masks import MaskPolicy, MaskSpec
@@ -301,7 +301,7 @@ class Encoder(Codec):
         if until_stop is not True and until_stop is not False:
             raise InputTypeError(f"until_stop must be True or False, got {until_stop!r}", field="until_stop")
         if until_stop:
-            from .stops import first_stop
+            from .stops.ids import first_stop
 
             ids = ids[:first_stop(self, ids, role=role)]
         return to_openai(self, ids, role=role, strict=strict, call_id_seed=call_id_seed, tools=tools)
@@ -357,13 +357,13 @@ class Encoder(Codec):
     # -- inference side ----------------------------------------------------------------
     def stop_ids(self, mode: StopMode = "assistant") -> list[int]:
         """Ids a sampler stops on: the turn-ending controls that are registered."""
-        from .stops import stop_ids
+        from .stops.ids import stop_ids
 
         return stop_ids(self, mode)
 
     def stop_strings(self, mode: StopMode = "assistant") -> list[str]:
         """Stop controls spelled as text (fallback mode): for samplers' string stops."""
-        from .stops import stop_strings
+        from .stops.ids import stop_strings
 
         return stop_strings(self, mode)
 

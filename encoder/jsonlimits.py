@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
 from .errors import InputError, OcmlError
-from .sections import content_key
+from .section_cache import content_key
 
 MAX_DEPTH = 128
 #: JSON text nested deeper than this is refused before parsing (the same verdict whatever

@@ -24,7 +24,7 @@ from .masks import IGNORE, Flags
 from .messages import Conversation
 from .pieces import CTL, OFF, TXT, Piece
 from .runs import expand_runs, merge_runs
-from .sections import SECTIONS, SectionIds
+from .section_cache import SECTIONS, SectionIds
 from .textenc import TextEncoder
 
 _HEADER_CACHE_MAX = 4096
@@ -117,7 +117,7 @@ class Renderer:
         self.text = TextEncoder(tokenizer, threads)
         self._ctl: dict[str, tuple[int, ...]] = {}
         self._headers: dict[tuple[Any, ...], tuple[tuple[int, ...], tuple[int, ...]]] = {}
-        self.sections = SectionIds()  # body ids of interned system/developer sections (encoder.sections)
+        self.sections = SectionIds()  # body ids of interned system/developer sections (encoder.section_cache)
 
     def control_ids(self, token: str) -> tuple[int, ...]:
         """A control as one id, or (fallback) its ASCII text as ordinary tokens."""

@@ -335,7 +335,7 @@ def test_cli_pack_sft_shapes(tmp_path, shape):
         err = json.loads((out / "errors.jsonl").read_text().splitlines()[0])
         assert err["line"] == len(recs) and err["code"].startswith("E-SHAPE")
     # a run read as text splits; a mixed (auto) run packs with the conversations' policy and splits
-    # only its text documents, in the worker (encoder.inputs.split)
+    # only its text documents, in the worker (encoder.inputs.overlong_text)
     forced = ("--shape", "text") if shape == "text" else ()
     packed = _ocml("pack", str(src), "--seq-len", "64", "--out", str(tmp_path / "packed"), "--workers", "1",
                    *forced, "--json", cwd=tmp_path)

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..events import new_delta
-from ..frames import FrameMachine
+from ..read.frames import FrameMachine
 from ..grammar.headers import Header
 from ..grammar.terminators import terminators_of
 from ..messages import Message

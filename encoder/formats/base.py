@@ -26,7 +26,7 @@ from ..messages import CotPolicy
 from ..pieces import CTL, TXT, MessagePlan, Piece
 
 if TYPE_CHECKING:
-    from ..frames import FrameMachine
+    from ..read.frames import FrameMachine
     from ..masks import Flags, MaskPolicy
 
 
@@ -114,7 +114,7 @@ class Format:
     def frame_machine(self, *, strict: bool, role: str | None, emit: Callable[[Any], None] | None = None,
                       markers: frozenset[str] = frozenset()) -> FrameMachine:
         """The state machine that reads this format's atoms (parse, parse_text, stream decoder)."""
-        from ..frames import FrameMachine
+        from ..read.frames import FrameMachine
 
         return FrameMachine(harmony=self.harmony_headers, strict=strict, role=role, emit=emit, markers=markers,
                             terminators=self.terminators.reasons)

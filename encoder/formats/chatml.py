@@ -66,7 +66,7 @@ from .chatml_fim import FIM_ROLE
 from .chatml_turns import CALL_CLOSE, CALL_OPEN, ChatMLTurn, read_call, read_turn
 
 if TYPE_CHECKING:
-    from ..frames import FrameMachine
+    from ..read.frames import FrameMachine
     from ..masks import Flags, MaskPolicy
 
 QWEN_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."

@@ -28,7 +28,7 @@ from ..errors import InputError, OcmlError
 from ..messages import Mode
 from .detect import read_record, record_shape
 from .examples import KtoExample, PreferencePair
-from .layout import conversation_parts, pc_conversation, relocated, text_job
+from .render_record import conversation_parts, pc_conversation, relocated, text_job
 from .shapes import PAIR_SHAPES, RecordShape
 
 if TYPE_CHECKING:

@@ -110,7 +110,7 @@ class Detection:
 
     def encoder(self, **overrides: Any):
         """An ``Encoder`` for the detected format with the model's own tokenizer."""
-        from ..encoder import Encoder
+        from ..facade import Encoder
 
         return Encoder(self.format, self.folder.tokenizer(), **{**self.options, **overrides})
 
@@ -163,7 +163,7 @@ def _first_difference(folder: ModelFolder, want: Sequence[int], got: Sequence[in
 
 def _compare(folder: ModelFolder, cand: Candidate, probes: list[dict[str, Any]], tools: list[dict[str, Any]],
              template_ids: dict[str, list[int] | OcmlError | Exception], today: str) -> CandidateResult:
-    from ..encoder import Encoder
+    from ..facade import Encoder
 
     results: list[ProbeResult] = []
     try:

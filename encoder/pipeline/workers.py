@@ -73,7 +73,7 @@ class Rendered:
     #: arrays unless ``RenderSpec.keep_untrained``
     untrained: list[tuple[int, str]] = field(default_factory=list)
     rows: Any = None           # preference / KTO rows (encoder.inputs.rows.PairBlock), written as they are
-    presplit: list[Any] = field(default_factory=list)  # text documents split here (encoder.inputs.split)
+    presplit: list[Any] = field(default_factory=list)  # text documents split here (encoder.inputs.overlong_text)
     #: extra columns ignored (``encoder.inputs.columns``): column -> records that carried it
     ignored: dict[str, int] = field(default_factory=dict)
 
@@ -90,7 +90,7 @@ class RenderSpec:
     tools_field: str = "tools"
     message_index: bool = False
     keep_untrained: bool = False  # keep documents with no trained token (else skipped, listed in ``untrained``)
-    split_text: int = 0  # > 0: split text documents longer than this here (encoder.inputs.split)
+    split_text: int = 0  # > 0: split text documents longer than this here (encoder.inputs.overlong_text)
 
 
 def json_error(exc: json.JSONDecodeError) -> str:
@@ -185,7 +185,7 @@ def render_chunk(enc: Any, chunk: Chunk, spec: RenderSpec) -> Rendered:
         ok_convs.append(conv)
     presplit: list[Any] = []
     if spec.split_text:
-        from ..inputs.split import split_text
+        from ..inputs.overlong_text import split_text
 
         ok_locs, ok, presplit = split_text(enc, ok_convs, ok_locs, ok, spec.split_text)
     errors.sort(key=lambda e: e.location)

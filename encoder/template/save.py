@@ -32,7 +32,7 @@ from ocml.vocab.errors import DependencyError
 from ..errors import UnrepresentableError
 from ..messages import Conversation
 from ..pieces import CTL
-from ..stops import stop_ids, stop_tokens
+from ..stops.ids import stop_ids, stop_tokens
 from .export import chat_template
 from .response import response_template
 
