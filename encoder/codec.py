@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from .inputs.shapes import ShapeOptions
     from .masks import MaskPolicy, MaskSpec
     from .messages import Conversation, CotName, CotPolicy, Mode, ModeName
-    from .render import Renderer, RenderJob, RenderResult
+    from .render import Renderer, RenderResult
 
 __all__ = ["Codec", "Renders", "default_tokenizer"]
 
@@ -79,9 +79,10 @@ class Codec:
 
 
 class Renders(Protocol):
-    """The facade's rendering side, as the features that render see it (``prefill``, the record
-    layouts of ``ocml.encoder.inputs``, template export, model probes): an ``Encoder``.  A
-    protocol, so those features need not import the facade that imports them."""
+    """The facade's rendering side, as the features that render see it (``prefill``, the
+    conversation path ``ocml.encoder.jobs``, the records of ``ocml.encoder.inputs``, template
+    export, model probes): an ``Encoder``.  A protocol, so those features need not import the
+    facade that imports them."""
 
     format_name: str
     tokenizer: Tokenizer
@@ -105,6 +106,3 @@ class Renders(Protocol):
                mask: MaskSpec = None) -> RenderResult: ...
 
     def prepare(self, conversation: Any, cot: CotPolicy | str | None = None) -> tuple[Conversation, list[int]]: ...
-
-    def _layout_conversation(self, conversation: Any, mode: Mode, cot: CotPolicy | str | None,
-                             mask: MaskPolicy | None) -> RenderJob: ...

@@ -4,7 +4,8 @@ A worker gets the encoder once (it pickles as a few hundred bytes: format name,
 tokenizer recipe, options; see ``Encoder.__reduce__``) and rebuilds it from its own
 per-process vocabulary cache.  Each chunk comes back as flat arrays (ids, mask, offsets,
 location of each document) plus its bad records: a chunk is rendered whole with
-``render_batch(errors="collect")``, so a bad record never costs its neighbours.
+``inputs.render_records(errors="collect")`` (records of every sequence shape, read by the input
+layer), so a bad record never costs its neighbours.
 
 Order and memory: at most ``in_flight`` chunks are read ahead of the one being consumed,
 and results are consumed strictly in chunk order, so the output does not depend on the
@@ -211,9 +212,11 @@ def _render_rows(enc: Any, chunk: Chunk, good: list[tuple[int, Any]], errors: li
 
 
 def _render_all(enc: Any, convs: list[Any]) -> list[Any]:
-    """One ``render_batch`` for the chunk; per record (naming the failure) if it raises anyway."""
+    """One ``render_records`` for the chunk; per record (naming the failure) if it raises anyway."""
+    from ..inputs.render_record import render_record, render_records
+
     try:
-        batch = enc.render_batch(convs, errors="collect")
+        batch = render_records(enc, convs, errors="collect")
         out: list[Any] = list(batch.results)
         for i, exc in batch.errors:
             out[i] = exc
@@ -223,7 +226,7 @@ def _render_all(enc: Any, convs: list[Any]) -> list[Any]:
     out = []
     for conv in convs:
         try:
-            out.append(enc.render(conv))
+            out.append(render_record(enc, conv))
         except OcmlError as exc:
             out.append(exc)
         except Exception as exc:  # noqa: BLE001 - reported as a bad record, never a crash mid-run
