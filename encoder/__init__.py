@@ -16,7 +16,7 @@ from ocml.vocab import DEFAULT_FORMAT
 
 from .adapters import to_conversation
 from .batch import Batch
-from .encoder import Encoder
+from .facade import Encoder
 from .errors import OcmlError
 from .interchange import to_interchange
 from .masks import MaskName, MaskPolicy

@@ -121,6 +121,7 @@ def _all_json(lines: list[str]) -> bool:
 
 def _cmd_render(args: argparse.Namespace) -> int:
     from .cli_view import check_applies, show_render
+    from .inputs.render_record import render_record
     from .pipeline.pack_encoder import encoder_factory
 
     check_applies(args, "render")
@@ -129,7 +130,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
     enc = make(mask=args.mask, cot=args.cot, shape=args.shape, shape_options=shape_options, **format_options(args))
     conv = load_conversation(args.file, args.line, messages_field=args.messages_field, tools_field=args.tools_field,
                              shape=args.shape, shape_options=shape_options)
-    r = enc.render(conv, mode=args.mode)
+    r = render_record(enc, conv, mode=args.mode)  # a record of any sequence shape, as ocml pack reads it
     if args.color is not None:
         return show_render(enc, r, args.color)
     if args.json:
@@ -153,7 +154,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
 
 
 def _cmd_text(args: argparse.Namespace) -> int:
-    from .encoder import Encoder
+    from .facade import Encoder
 
     enc = Encoder(args.format, args.tokenizer, **format_options(args))
     sys.stdout.write(enc.to_text(load_conversation(args.file, args.line)))

@@ -146,7 +146,7 @@ def _tokenizer(args: argparse.Namespace, manifest: dict[str, Any]) -> Any:
     manifest's (its ``name+format`` composite name rebuilt, checked against its vocab hash)."""
     from ocml import vocab
 
-    from .encoder import Encoder
+    from .facade import Encoder
 
     fmt = getattr(args, "format", None)
     tok = getattr(args, "tokenizer", None)

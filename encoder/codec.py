@@ -5,7 +5,7 @@ The features (``parse``, ``transcript``, ``interchange``, ``openai_message``, ``
 that render, the ``Renders`` protocol - instead of the ``Encoder`` facade, and call each other
 by importing each other's modules.  This module imports no feature (only the lexicon, the
 lexical classes every reader shares), and ``Encoder`` (which
-is a ``Codec``: see ``ocml.encoder.encoder``) is imported by none, so the features and the
+is a ``Codec``: see ``ocml.encoder.facade``) is imported by none, so the features and the
 facade that dispatches to them form no import circle (``tests/test_import_cycles.py``).
 
 Tables a feature derives from the format and tokenizer (the id parser, the transcript
@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 from ocml import vocab
 from ocml.vocab import Tokenizer, control_table
 
-from .stream.lexicon import Lexicon, build_lexicon
+from .read.lexicon import Lexicon, build_lexicon
 
 if TYPE_CHECKING:
     from .formats.base import Format
     from .inputs.shapes import ShapeOptions
     from .masks import MaskPolicy, MaskSpec
     from .messages import Conversation, CotName, CotPolicy, Mode, ModeName
-    from .render import Renderer, RenderJob, RenderResult
+    from .render import Renderer, RenderResult
 
 __all__ = ["Codec", "Renders", "default_tokenizer"]
 
@@ -79,9 +79,10 @@ class Codec:
 
 
 class Renders(Protocol):
-    """The facade's rendering side, as the features that render see it (``prefill``, the record
-    layouts of ``ocml.encoder.inputs``, template export, model probes): an ``Encoder``.  A
-    protocol, so those features need not import the facade that imports them."""
+    """The facade's rendering side, as the features that render see it (``prefill``, the
+    conversation path ``ocml.encoder.jobs``, the records of ``ocml.encoder.inputs``, template
+    export, model probes): an ``Encoder``.  A protocol, so those features need not import the
+    facade that imports them."""
 
     format_name: str
     tokenizer: Tokenizer
@@ -105,6 +106,3 @@ class Renders(Protocol):
                mask: MaskSpec = None) -> RenderResult: ...
 
     def prepare(self, conversation: Any, cot: CotPolicy | str | None = None) -> tuple[Conversation, list[int]]: ...
-
-    def _layout_conversation(self, conversation: Any, mode: Mode, cot: CotPolicy | str | None,
-                             mask: MaskPolicy | None) -> RenderJob: ...

@@ -33,7 +33,7 @@ from types import ModuleType
 from typing import Any, NoReturn
 
 from .errors import InputError, OcmlError
-from .sections import content_key
+from .section_cache import content_key
 
 _orjson: ModuleType | None
 try:  # a dependency (pyproject); without it every line is read by json.loads, to the same values

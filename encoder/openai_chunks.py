@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, InputTypeError
 from .events import Delta, Error, Event, MessageEnd, MessageStart, Stop
-from .frames import held
+from .read.frames import held
 from .openai_envelope import chunk, new_id, usage
 from .messages import Message
 from .openai_message import CALL, CONTENT, REASONING, CallIds, call_errors, function_name, kind, parts_of, tool_names

@@ -32,12 +32,12 @@ import numpy as np
 
 from .errors import InputError, InputTypeError
 from .events import Error
-from .frames import FrameMachine
+from .read.frames import FrameMachine
 from .messages import Message
 from .prefill import prefill_role
-from .stream.route import LITERAL_CLOSE as ENDLITERAL
-from .stream.route import LITERAL_OPEN as LITERAL
-from .stream.route import AtomRouter
+from .read.route import LITERAL_CLOSE as ENDLITERAL
+from .read.route import LITERAL_OPEN as LITERAL
+from .read.route import AtomRouter
 
 if TYPE_CHECKING:
     from .codec import Codec
@@ -324,7 +324,7 @@ class IdParser:
                 route_text(data[bprev:b], router, prev, loc)
             prev = c + 1
             bprev = b + len(rp) if rp and data.startswith(rp, b) else b
-            # one meaning per atom, shared with the stream decoder (``ocml.encoder.stream.route``)
+            # one meaning per atom, shared with the stream decoder (``ocml.encoder.read.route``)
             if k == 1:
                 router.invalid(int(orig[c]), c)
             elif is_control[k]:

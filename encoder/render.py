@@ -25,7 +25,7 @@ from .masks import IGNORE, Flags
 from .messages import Conversation
 from .plan import CTL, OFF, TXT, MessagePlan, Piece
 from .whole_runs import expand_runs, merge_runs
-from .sections import SECTIONS, SectionIds
+from .section_cache import SECTIONS, SectionIds
 from .textenc import TextEncoder
 
 _HEADER_CACHE_MAX = 4096
@@ -191,7 +191,7 @@ class Renderer:
         self.text = TextEncoder(tokenizer, threads)
         self._ctl: dict[str, tuple[int, ...]] = {}
         self._headers: dict[tuple[Any, ...], tuple[tuple[Any, ...], int]] = {}  # header_key -> (items, prompt items)
-        self.sections = SectionIds()  # body ids of interned system/developer sections (encoder.sections)
+        self.sections = SectionIds()  # body ids of interned system/developer sections (encoder.section_cache)
         self.strategy = layout_strategy(fmt, self)
 
     def control_ids(self, token: str) -> tuple[int, ...]:

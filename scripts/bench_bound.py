@@ -89,7 +89,7 @@ def format_ratios(records: int, rounds: int) -> dict[str, float]:
     from bench_render import text_runs
 
     from ocml import encoder
-    from ocml.encoder.sections import SECTIONS
+    from ocml.encoder.section_cache import SECTIONS
 
     out: dict[str, float] = {}
     for fmt in FORMATS:

@@ -39,7 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from ocml import encoder  # noqa: E402
-from ocml.encoder.sections import SECTIONS  # noqa: E402
+from ocml.encoder.section_cache import SECTIONS  # noqa: E402
 from gen import WORDS  # noqa: E402
 
 TEMPLATE = (

@@ -7,8 +7,8 @@ Layout (all under ``tests/fixtures/golden/``):
 * ``cases/<case>.json``: one input.  ``kind`` is ``conversation`` (default: ``conversation``
   rendered with ``mode`` and, if given, ``cot``), ``transcript`` (a spec's printed transcript
   ``transcript``, parsed by the variant ``transcript_of`` to ``messages``, then rendered like a
-  conversation), ``record`` (an input shape: ``record``,
-  ``shape``, ``shape_options``), ``pair`` (a preference / KTO record, ``render_pair``) or ``fim``
+  conversation), ``record`` (an input shape: ``record``, ``shape``, ``shape_options``;
+  ``inputs.render_record``), ``pair`` (a preference / KTO record, ``render_pair``) or ``fim``
   (``Encoder.render_fim(**fim)``).  ``options`` are extra Encoder options; ``variants``
   restricts a case to the variants it is about (a format's own options or features, FIM),
   otherwise every variant renders it.  ``spec_text`` maps a variant to the text a spec prints
@@ -134,7 +134,9 @@ def _compute(cell: Cell) -> dict[str, Any]:
         r = enc.render_fim(**c["fim"])
         return {"ids": r.ids.tolist(), "mask": r.mask.astype(int).tolist(), "text": dec(r.ids.tolist())}
     if kind == "record":
-        r = enc.render(c["record"])
+        from ocml.encoder.inputs import render_record
+
+        r = render_record(enc, c["record"])
         out = {"ids": r.ids.tolist(), "mask": r.mask.astype(int).tolist(), "text": dec(r.ids.tolist())}
         return out | {"trained_text": [dec(r.ids[a:b].tolist()) for a, b in r.spans()]}
     conv = conversation(cell.case)

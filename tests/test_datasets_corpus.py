@@ -20,6 +20,7 @@ import pytest
 
 from ocml import encoder
 from ocml.encoder.errors import OcmlError
+from ocml.encoder.inputs import render_record
 from ocml.encoder.pipeline.records import conversation_from_record
 from ocml.encoder.pipeline.run import PackOptions, run
 
@@ -49,7 +50,7 @@ def expected_conversation(want: dict[str, Any]) -> Any:
 
 def outcome(e: encoder.Encoder, conv: Any) -> tuple[list[int], list[bool]] | str:
     try:
-        r = e.render(conv)
+        r = render_record(e, conv)  # a record of any shape, as ocml pack reads it
     except OcmlError as exc:
         return exc.code
     return r.ids.tolist(), r.mask.tolist()
@@ -125,7 +126,7 @@ def to_harmony(oh: Any, want: dict[str, Any]) -> Any:
 def test_harmony_ids_are_openai_harmonys(harmony, name, line, want):
     oh = pytest.importorskip("openai_harmony")
     rec = records(name)[line - 1]
-    got = enc("harmony", None).render(conversation_from_record(rec)).ids.tolist()
+    got = render_record(enc("harmony", None), conversation_from_record(rec)).ids.tolist()
     # the last turn's analysis is trained (ocml's default cot, the gpt-oss cookbook's fine-tuning)
     keep = oh.RenderConversationConfig(auto_drop_analysis=False)
     assert got == harmony.render_conversation_for_training(to_harmony(oh, want), keep), f"{name}:{line}"
@@ -148,7 +149,7 @@ def test_chatml_text_is_qwen25_templates(name, line, want):
 
     for tok in (None, "cl100k_base"):
         e = encoder.Encoder("chatml", tok, default_system=QWEN_SYSTEM)  # the template's own default system
-        assert e.tokenizer.decode(e.render(conversation_from_record(rec)).ids.tolist()) == text[0], f"{name}:{line}"
+        assert e.tokenizer.decode(render_record(e, conversation_from_record(rec)).ids.tolist()) == text[0], f"{name}:{line}"
     if any(m["role"] == "tool" for m in want["messages"]):
         assert text[0].count("<tool_response>") == sum(m["role"] == "tool" for m in want["messages"])
 
@@ -222,7 +223,7 @@ def test_options_mapped_from_columns_and_extra_columns_by_flag():
 def test_hermes_results_are_not_wrapped_twice():
     rec = records("hermes_function_calling.jsonl")[0]
     e = enc("chatml", None)
-    text = e.tokenizer.decode(e.render(conversation_from_record(rec)).ids.tolist())
+    text = e.tokenizer.decode(render_record(e, conversation_from_record(rec)).ids.tolist())
     assert text.count("<tool_response>") == 1 and "<tool_response>\n<tool_response>" not in text
     assert "<|im_start|>user\n<tool_response>\n{\"name\": \"get_weather\"" in text
 

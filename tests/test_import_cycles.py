@@ -23,7 +23,7 @@ def _walker():
 
 walker = _walker()
 
-#: the modules that may import the facade ``encoder.encoder``: the package's public entry and the
+#: the modules that may import the facade ``encoder.facade``: the package's public entry and the
 #: entry points that build an ``Encoder`` from a name (never a feature: features take a ``Codec``)
 FACADE_IMPORTERS = {
     "encoder",                            # ocml.encoder.Encoder
@@ -42,9 +42,9 @@ def test_no_import_circles():
 
 def test_only_entry_points_import_the_facade():
     graph = walker.edges(walker.modules())
-    importers = {m for m, deps in graph.items() if "encoder.encoder" in deps}
+    importers = {m for m, deps in graph.items() if "encoder.facade" in deps}
     assert importers <= FACADE_IMPORTERS, (
-        f"{sorted(importers - FACADE_IMPORTERS)} import encoder.encoder: take a Codec "
+        f"{sorted(importers - FACADE_IMPORTERS)} import encoder.facade: take a Codec "
         "(ocml.encoder.codec) and import the feature modules you call instead")
 
 

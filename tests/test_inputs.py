@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from ocml import encoder
 from ocml import vocab
-from ocml.encoder.inputs import ShapeOptions, detect_shape, render_pair
+from ocml.encoder.inputs import ShapeOptions, detect_shape, render_pair, render_record, render_records
 from ocml.encoder.inputs.preference import extract_prompt
 from ocml.encoder.inputs.text import end_of_text_id
 
@@ -62,13 +62,13 @@ def test_conversational_prompt_completion(fmt, tok, prompt, completion, system):
     msgs = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
     rec = {"prompt": msgs, "completion": [{"role": "assistant", "content": completion}]}
     try:
-        r = enc.render(rec)
+        r = render_record(enc, rec)
     except encoder.OcmlError as exc:  # e.g. fallback mode: text that would read as a control
         with pytest.raises(encoder.OcmlError) as again:
             enc.render(msgs + rec["completion"])
         assert again.value.code == exc.code and exc.field.endswith(again.value.field)
         return
-    p = enc.render({"prompt": msgs, "completion": rec["completion"]}, mode="prompt")
+    p = render_record(enc, {"prompt": msgs, "completion": rec["completion"]}, mode="prompt")
     assert np.array_equal(p.ids, enc.render(msgs, mode="prompt").ids)  # the format's prompt render
     n = _prompt_is_prefix(fmt, p.ids, r.ids)
     assert not r.mask[:n].any()  # the prompt is never trained
@@ -76,7 +76,7 @@ def test_conversational_prompt_completion(fmt, tok, prompt, completion, system):
     chat = enc.render(msgs + rec["completion"])
     assert np.array_equal(r.ids, chat.ids) and np.array_equal(r.mask, chat.mask)
     assert r.mask.any()
-    full = encoder.Encoder(fmt, tok, shape_options={"completion_only_loss": False}).render(rec)
+    full = render_record(encoder.Encoder(fmt, tok, shape_options={"completion_only_loss": False}), rec)
     assert np.array_equal(full.ids, r.ids) and full.mask.all()
 
 
@@ -86,12 +86,12 @@ def test_conversational_prompt_completion(fmt, tok, prompt, completion, system):
 def test_standard_prompt_completion_is_plain_text(tok, prompt, completion):
     enc = enc_("openchatml-2.2", tok)
     t = enc.tokenizer
-    r = enc.render({"prompt": prompt, "completion": completion})
+    r = render_record(enc, {"prompt": prompt, "completion": completion})
     eot = end_of_text_id(t)
     p, c = t.encode_text(prompt), t.encode_text(completion)
     assert r.ids.tolist() == p + c + [eot]  # encoded apart: no token straddles the seam
     assert r.mask.tolist() == [False] * len(p) + [True] * (len(c) + 1)
-    assert enc.render({"prompt": prompt, "completion": completion}, mode="prompt").ids.tolist() == p
+    assert render_record(enc, {"prompt": prompt, "completion": completion}, mode="prompt").ids.tolist() == p
 
 
 @pytest.mark.parametrize("tok", TOKENIZERS)
@@ -99,12 +99,12 @@ def test_standard_prompt_completion_is_plain_text(tok, prompt, completion):
 def test_text_every_token_trained(fmt, tok):
     enc = enc_(fmt, tok)
     text = "Plain <|start|><|im_start|><s> text, 東京, \U0001f600.\n"
-    r = enc.render({"text": text})
+    r = render_record(enc, {"text": text})
     assert r.ids.tolist() == enc.tokenizer.encode_text(text) + [end_of_text_id(enc.tokenizer)]
     assert r.mask.all()
     assert enc.tokenizer.decode(r.ids[:-1].tolist()) == text  # control spellings stay text
     with pytest.raises(encoder.OcmlError) as e:
-        enc.render({"text": text}, mode="prompt")
+        render_record(enc, {"text": text}, mode="prompt")
     assert e.value.code == "E-USAGE"
 
 
@@ -114,17 +114,17 @@ def test_alpaca_is_the_chat_turns(fmt):
     rec = {"instruction": "Sum these.", "input": "1 2", "output": "3", "system": "Be exact.", "id": 7}
     chat = [{"role": "system", "content": "Be exact."}, {"role": "user", "content": "Sum these.\n1 2"},
             {"role": "assistant", "content": "3"}]
-    a, b = enc.render(rec), enc.render(chat)
+    a, b = render_record(enc, rec), enc.render(chat)
     assert np.array_equal(a.ids, b.ids) and np.array_equal(a.mask, b.mask)
-    no_input = enc.render({"instruction": "Sum.", "input": "", "output": "3"})
+    no_input = render_record(enc, {"instruction": "Sum.", "input": "", "output": "3"})
     assert np.array_equal(no_input.ids, enc.render([{"role": "user", "content": "Sum."},
                                                     {"role": "assistant", "content": "3"}]).ids)
-    hist = enc.render({**rec, "history": [["Sum 1 1.", "2"]]})
+    hist = render_record(enc, {**rec, "history": [["Sum 1 1.", "2"]]})
     want = enc.render(chat[:1] + [{"role": "user", "content": "Sum 1 1."}, {"role": "assistant", "content": "2"}]
                       + chat[1:])
     assert np.array_equal(hist.ids, want.ids) and np.array_equal(hist.mask, want.mask)
     renamed = encoder.Encoder(fmt, shape_options={"fields": ["instruction=q", "output=a"]})
-    assert np.array_equal(renamed.render({"q": "Sum these.", "input": "1 2", "a": "3", "system": "Be exact."}).ids,
+    assert np.array_equal(render_record(renamed, {"q": "Sum these.", "input": "1 2", "a": "3", "system": "Be exact."}).ids,
                           a.ids)
 
 
@@ -231,7 +231,7 @@ BAD = [
 @pytest.mark.parametrize("record,code,field", BAD, ids=[f"{c}-{i}" for i, (_, c, _) in enumerate(BAD)])
 def test_malformed_records(record, code, field):
     with pytest.raises(encoder.OcmlError) as e:
-        enc_("openchatml-2.2").render(record)
+        render_record(enc_("openchatml-2.2"), record)
     assert (e.value.code, e.value.field) == (code, field)
 
 
@@ -260,7 +260,7 @@ def test_malformed_pairs(record, code, field):
 def test_usage_errors():
     enc = enc_("openchatml-2.2")
     with pytest.raises(encoder.OcmlError) as e:
-        enc.render({"prompt": "p", "chosen": "a", "rejected": "b"})
+        render_record(enc, {"prompt": "p", "chosen": "a", "rejected": "b"})
     assert e.value.code == "E-SHAPE-PAIR"
     with pytest.raises(encoder.OcmlError):
         encoder.Encoder("openchatml-2.2", shape="tabular")
@@ -271,10 +271,63 @@ def test_usage_errors():
         encoder.Encoder("openchatml-2.2", shape_options={"string_prompt": "jinja"})
     forced = encoder.Encoder("openchatml-2.2", shape="text")
     with pytest.raises(encoder.OcmlError) as e:
-        forced.render({"messages": [{"role": "user", "content": "x"}]})
+        render_record(forced, {"messages": [{"role": "user", "content": "x"}]})
     assert (e.value.code, e.value.field) == ("E-SHAPE-MISSING", "text")
-    batch = enc.render_batch([{"text": "a"}, {"prompt": "x"}, [{"role": "user", "content": "u"}]], errors="collect")
+    batch = render_records(enc, [{"text": "a"}, {"prompt": "x"}, [{"role": "user", "content": "u"}]], errors="collect")
     assert [i for i, _ in batch.errors] == [1] and batch.results[0] is not None and batch.results[2] is not None
+
+
+RECORDS = [  # (record, its shape, the field named)
+    ({"prompt": [{"role": "user", "content": "Q"}], "completion": [{"role": "assistant", "content": "A"}]},
+     "prompt-completion", "prompt"),
+    ({"prompt": "Q", "completion": "A"}, "prompt-completion", "prompt"),
+    ({"instruction": "Add.", "input": "2 2", "output": "4"}, "alpaca", "instruction"),
+    ({"text": "plain"}, "text", "text"),
+    ({"prompt": "p", "chosen": "a", "rejected": "b"}, "preference", "chosen"),
+    ({"prompt": "p", "completion": "c", "label": True}, "kto", "prompt"),
+]
+
+
+@pytest.mark.parametrize("record,shape,field", RECORDS, ids=[s for _, s, _ in RECORDS])
+def test_render_takes_conversations_and_names_the_record_api(record, shape, field):
+    """Encoder.render reads conversations only: a dataset record (or its example) is E-INPUT-RECORD
+    naming the input layer's call, whatever the encoder's shape; render_record reads it."""
+    from ocml.encoder.inputs import read_record
+    from ocml.encoder.inputs.shapes import RecordShape
+
+    for enc in (enc_("openchatml-2.2"), encoder.Encoder("openchatml-2.2", shape="chat"),
+                encoder.Encoder("openchatml-2.2", shape=shape)):
+        with pytest.raises(encoder.OcmlError) as e:
+            enc.render(record)
+        assert (e.value.code, e.value.field) == ("E-INPUT-RECORD", field) and shape in e.value.message
+        call = "render_pair" if shape in ("preference", "kto") else "render_record"
+        assert f"ocml.encoder.inputs.{call}(enc, record)" in e.value.hint
+        batch = enc.render_batch([record, [{"role": "user", "content": "u"}]], errors="collect")
+        assert [(i, x.code) for i, x in batch.errors] == [(0, "E-INPUT-RECORD")] and batch.results[1] is not None
+    example = read_record(record, RecordShape(shape))
+    if not isinstance(example, dict):  # Alpaca reads as a conversation dict (rendered as one)
+        with pytest.raises(encoder.OcmlError) as e:
+            enc_("openchatml-2.2").render(example)
+        assert e.value.code == "E-INPUT-RECORD"
+    if shape not in ("preference", "kto"):
+        r = render_record(enc_("openchatml-2.2"), record)
+        assert r.mask.any()
+        assert np.array_equal(render_record(enc_("openchatml-2.2"), example).ids, r.ids)
+
+
+def test_render_still_reads_every_conversation_form():
+    """Messages, a dict with messages, a Chat Completions body (request fields ignored), a
+    ``Conversation``: rendered by render, the same ids as render_record gives them."""
+    enc = enc_("openchatml-2.2")
+    msgs = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]
+    want = enc.render(msgs).ids
+    for conv in ({"messages": msgs}, {"model": "m", "temperature": 0.2, "max_tokens": 9, "messages": msgs},
+                 encoder.to_conversation(msgs)):
+        assert np.array_equal(enc.render(conv).ids, want)
+        assert np.array_equal(render_record(enc, conv).ids, want)
+    with pytest.raises(encoder.OcmlError) as e:  # a dict of no shape: the adapters say what is missing
+        enc.render({"foo": 1})
+    assert e.value.field == "messages" and e.value.code != "E-INPUT-RECORD"
 
 
 def test_encoder_pickles_with_shape_options():
@@ -283,7 +336,7 @@ def test_encoder_pickles_with_shape_options():
     enc = encoder.Encoder("openchatml-2.2", shape="alpaca", shape_options={"fields": {"output": "answer"}})
     back = pickle.loads(pickle.dumps(enc))
     rec = {"instruction": "i", "answer": "a"}
-    assert back.shape == "alpaca" and np.array_equal(back.render(rec).ids, enc.render(rec).ids)
+    assert back.shape == "alpaca" and np.array_equal(render_record(back, rec).ids, render_record(enc, rec).ids)
 
 
 # -- the CLI on a small file of each shape ---------------------------------------------------------
@@ -330,12 +383,12 @@ def test_cli_pack_sft_shapes(tmp_path, shape):
         assert report["counts"]["documents"] == len(good) and report["counts"]["bad_records"] == 1
         rows = pq.read_table(out / "data" / "train-00000.parquet").to_pylist()
         for row, rec in zip(rows, good):
-            r = enc.render(rec)
+            r = render_record(enc, rec)
             assert row["input_ids"] == r.ids.tolist() and row["labels"] == r.labels.tolist()
         err = json.loads((out / "errors.jsonl").read_text().splitlines()[0])
         assert err["line"] == len(recs) and err["code"].startswith("E-SHAPE")
     # a run read as text splits; a mixed (auto) run packs with the conversations' policy and splits
-    # only its text documents, in the worker (encoder.inputs.split)
+    # only its text documents, in the worker (encoder.inputs.overlong_text)
     forced = ("--shape", "text") if shape == "text" else ()
     packed = _ocml("pack", str(src), "--seq-len", "64", "--out", str(tmp_path / "packed"), "--workers", "1",
                    *forced, "--json", cwd=tmp_path)
@@ -357,7 +410,7 @@ def test_cli_text_parquet_input_and_overlong_default(tmp_path):
     rep = json.loads(res.stdout)
     assert rep["pack"]["overlong"] == "split" and rep["pack"]["split"] == 1 and rep["pack"]["dropped_tokens"] == 0
     enc = encoder.Encoder("openchatml-2.2")
-    assert rep["counts"]["tokens"] == sum(len(enc.render({"text": t})) for t in (words, "short"))
+    assert rep["counts"]["tokens"] == sum(len(render_record(enc, {"text": t})) for t in (words, "short"))
 
 
 def test_cli_pack_preference(tmp_path):
@@ -431,7 +484,7 @@ def test_cli_render_reads_shapes(tmp_path):
     src = _write(tmp_path / "a.jsonl", [{"instruction": "Add.", "input": "2 2", "output": "4"}])
     res = _ocml("render", str(src), "--line", "1", "--json", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
-    want = encoder.Encoder("openchatml-2.2").render({"instruction": "Add.", "input": "2 2", "output": "4"})
+    want = render_record(encoder.Encoder("openchatml-2.2"), {"instruction": "Add.", "input": "2 2", "output": "4"})
     assert json.loads(res.stdout)["ids"] == want.ids.tolist()
 
 
@@ -490,13 +543,13 @@ def test_text_in_a_mixed_run_keeps_its_split_default(tmp_path, monkeypatch):
             {"prompt": [{"role": "user", "content": "Q"}], "completion": [{"role": "assistant", "content": "A"}]}]
     src = _write(tmp_path / "mixed.jsonl", recs)
     enc = encoder.Encoder("openchatml-2.2")
-    n_text = len(enc.render({"text": long_text}))
+    n_text = len(render_record(enc, {"text": long_text}))
     assert n_text > 64
     res = run(PackOptions(inputs=(str(src),), out=tmp_path / "o", seq_len=64, workers=1, progress=False, plot=False))
     pack = res.report["pack"]
     assert pack["overlong"] == "truncate" and pack["split"] == 1 and pack["dropped_tokens"] == 0
     assert res.report["counts"]["documents"] == 4
-    assert pack["tokens"] == sum(len(enc.render(r)) for r in recs)
+    assert pack["tokens"] == sum(len(render_record(enc, r)) for r in recs)
     line = json.loads((tmp_path / "o" / "overlong.jsonl").read_text().splitlines()[0])
     assert (line["line"], line["action"], line["length"], line["pieces"]) == (2, "split", n_text, -(-n_text // 64))
     given = run(PackOptions(inputs=(str(src),), out=tmp_path / "o2", seq_len=64, workers=1, progress=False,
@@ -519,7 +572,7 @@ def test_parquet_message_columns(tmp_path):
     assert res.returncode == 0 and json.loads(res.stdout)["counts"]["documents"] == 2, res.stderr
     enc = encoder.Encoder("openchatml-2.2")
     row = pq.read_table(tmp_path / "o" / "data" / "train-00000.parquet").to_pylist()[0]
-    assert row["input_ids"] == enc.render({"prompt": prompt, "completion": completion}).ids.tolist()
+    assert row["input_ids"] == render_record(enc, {"prompt": prompt, "completion": completion}).ids.tolist()
     res = _ocml("pack", "p.parquet", "--shape", "preference", "--no-pack", "--out", "o2", "--workers", "1",
                 cwd=tmp_path)
     assert res.returncode == 0, res.stderr

@@ -228,13 +228,14 @@ def test_render_takes_packs_mask_and_fields(tmp_path: Path, capsys: pytest.Captu
 def test_render_takes_packs_shape_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     """--shape / --field / --completion-only-loss / --string-prompt: one record as ``ocml pack`` reads it."""
     from ocml import encoder
+    from ocml.encoder.inputs import render_record
     from ocml.encoder.inputs.shapes import Fields, ShapeOptions
 
     f = tmp_path / "r.json"
     f.write_text(json.dumps({"instruction": "Add", "input": "1+1", "response": "2"}))
     code, out, _ = run(capsys, "render", str(f), "--shape", "alpaca", "--field", "output=response", "--json")
     want = encoder.Encoder(shape="alpaca", shape_options=ShapeOptions(Fields.parse(("output=response",))))
-    assert code == EXIT_OK and json.loads(out)["ids"] == want.render(json.loads(f.read_text())).ids.tolist()
+    assert code == EXIT_OK and json.loads(out)["ids"] == render_record(want, json.loads(f.read_text())).ids.tolist()
     code, _, err = run(capsys, "render", str(f), "--shape", "alpaca")  # no 'output' without --field
     assert code == EXIT_USAGE and "[E-SHAPE-MISSING] alpaca record has no 'output'" in err and "--field output=" in err
     f.write_text(json.dumps({"prompt": "The sky is", "completion": " blue."}))

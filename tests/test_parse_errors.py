@@ -71,7 +71,7 @@ def test_skipped_text_is_reported_with_position(encs, mode):
 @pytest.mark.parametrize("mode", MODES)
 def test_overlong_header_and_truncated_header_keep_their_text(encs, mode):
     enc = encs[mode]
-    from ocml.encoder.frames import MAX_HEADER_CHARS
+    from ocml.encoder.read.frames import MAX_HEADER_CHARS
 
     long = "x" * (MAX_HEADER_CHARS + 10)
     ids = build(enc, "ctl:<|start|>", "assistant " + long, "ctl:<|message|>", "y", "ctl:<|end|>")

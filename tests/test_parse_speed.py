@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from ocml import encoder
 from ocml.encoder.errors import OcmlError
-from ocml.encoder.frames import FrameMachine
+from ocml.encoder.read.frames import FrameMachine
 from ocml.encoder.parse import IdParser, TextSplitter, parse_ids, parser_for
 from ocml.encoder.prefill import prefill_role
 from gen import WORDS, harmony_conversation
@@ -136,7 +136,7 @@ class RefParser:
                     literal = False
                 elif name in self.known:  # a control id of the format inside a literal block: its text
                     fm.text(name, k)
-                else:  # an id that is not part of the format is never text (encoder.stream.route)
+                else:  # an id that is not part of the format is never text (encoder.read.route)
                     fm.special(name, k)
             elif name == "<|literal|>":
                 literal = True

@@ -19,7 +19,7 @@ from ocml.encoder.pipeline.mix import weighted_take
 from ocml.encoder.pipeline.recipe import (Recipe, RecipeError, SourceSpec, Validation, read_recipe_file, resolve_recipe)
 from ocml.encoder.pipeline.recipe_cli import explicit_dests
 from ocml.encoder.pipeline.shuffle import order_correlation, permutation
-from ocml.encoder.pipeline.split import validation_mask
+from ocml.encoder.pipeline.validation_split import validation_mask
 
 # -- parsing -------------------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
 """Issue 9: system / developer sections seen before are neither rebuilt nor re-encoded
-(``ocml.encoder.sections``), and the cache never changes a single id."""
+(``ocml.encoder.section_cache``), and the cache never changes a single id."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from ocml import encoder
 from ocml.encoder.errors import OcmlError
 from ocml.encoder.formats.harmony.content import DeveloperContent, ToolDescription, ToolNamespace
-from ocml.encoder.sections import LRU, SECTIONS, SectionIds
+from ocml.encoder.section_cache import LRU, SECTIONS, SectionIds
 from gen import TOOL_NAMES, schema, text
 from test_openai_input import openai_conversation, to_harmony_objects
 
@@ -216,7 +216,7 @@ def test_json_copy_is_a_deep_copy(value: Any) -> None:
 
 @given(_json, _json)
 def test_content_key_equal_iff_same_content(a: Any, b: Any) -> None:
-    from ocml.encoder.sections import content_key
+    from ocml.encoder.section_cache import content_key
 
     assert content_key(a) == content_key(copy.deepcopy(a))  # separate objects, same content
     if content_key(a) == content_key(b):
@@ -226,7 +226,7 @@ def test_content_key_equal_iff_same_content(a: Any, b: Any) -> None:
 def test_content_key_falls_back_for_other_types() -> None:
     from collections import OrderedDict
 
-    from ocml.encoder.sections import content_key
+    from ocml.encoder.section_cache import content_key
 
     assert content_key(1) != content_key(True) != content_key(1.0)
     assert isinstance(content_key(OrderedDict(a=1)), str)  # marshal refuses subclasses: repr

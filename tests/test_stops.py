@@ -23,7 +23,7 @@ EXPECTED = {
 def test_every_format_has_stops_registered_by_default_and_as_text_in_fallback(fmt):
     assert stop_tokens(fmt) == EXPECTED[fmt]
     assert set(stop_tokens(fmt)) <= set(stop_tokens(fmt, "all"))
-    tok = encoder.encoder.default_tokenizer(fmt)
+    tok = encoder.codec.default_tokenizer(fmt)
     assert stop_ids(fmt) == [tok.control_id(t) for t in EXPECTED[fmt]]
     assert stop_strings(fmt) == []
     base = vocab.load("cl100k_base")  # nothing registered: every stop is text

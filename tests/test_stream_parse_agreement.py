@@ -55,7 +55,7 @@ def _both(enc, ids, role=None):
 
 @pytest.mark.parametrize("mode", A.MODES)
 def test_special_id_in_a_literal_block_is_an_error_in_both(mode):
-    """One rule (encoder.stream.route): a control id of the format inside a literal block is
+    """One rule (encoder.read.route): a control id of the format inside a literal block is
     its text; an id that is not part of the format (<|endoftext|>) is never text, there too."""
     enc = A.encoder_for("openchatml-2.2", mode)
     tok = enc.tokenizer

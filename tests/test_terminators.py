@@ -76,7 +76,7 @@ def test_derived_tables_are_the_data(name):
     for mode, names in raw["stops"].items():
         assert t.sampler_stops(mode) == tuple(names)
         assert stop_tokens(name, mode) == tuple(names)
-        tok = encoder.encoder.default_tokenizer(name)
+        tok = encoder.codec.default_tokenizer(name)
         assert stop_ids(name, mode) == [tok.control_id(c) for c in names]
         base = vocab.load("cl100k_base")  # fallback: the controls are text, so stops are strings
         assert stop_strings(name, mode, tokenizer=base) == [c for c in names if base.control_id(c) is None]
@@ -99,7 +99,7 @@ def test_the_start_formats_share_one_terminator_table():
     assert set(starts) == {"harmony", "openchatml-2.2", "openchatml-2.0"}
     for n in starts:
         assert dict(start_frame_terminators()) == data(n)["end_reasons"]
-    from ocml.encoder.frames import FrameMachine
+    from ocml.encoder.read.frames import FrameMachine
 
     assert dict(FrameMachine().terminators) == data("openchatml-2.2")["end_reasons"]
 

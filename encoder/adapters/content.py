@@ -75,7 +75,7 @@ def read_content(value: Any, index: int, field: str, role: str, native: bool) ->
         if kind in HARMONY_PARTS:
             from ..formats.harmony.content import interned_content
 
-            structured = interned_content(kind, item)  # read once per content (encoder.sections)
+            structured = interned_content(kind, item)  # read once per content (encoder.section_cache)
             continue
         if kind in TEXT_PARTS or kind == "refusal":
             key = "refusal" if kind == "refusal" else "text"

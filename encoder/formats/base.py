@@ -25,7 +25,7 @@ from ..plan import CTL, TXT, MessagePlan, Piece
 from .strategies import MESSAGES, PIECES, PLAIN_TRANSCRIPT, TextLayout, TranscriptStyle, TurnShape
 
 if TYPE_CHECKING:
-    from ..frames import FrameMachine
+    from ..read.frames import FrameMachine
     from ..masks import Flags, MaskPolicy
 
 

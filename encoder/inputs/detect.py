@@ -1,5 +1,8 @@
 """Which shape a record is (by its keys, per record), and reading it as that shape.
 
+``refuse_record`` is ``Encoder.render``'s one look at its input: a dataset record of another
+shape is the input layer's to read (``render_record``), never a conversation read wrongly.
+
 Detection order: a conversation (``messages`` / ShareGPT ``conversations`` / a bare list)
 first, then ``chosen`` / ``rejected`` (preference), ``prompt`` / ``completion`` with a
 ``label`` (KTO) or without (prompt/completion), ``instruction`` / ``output`` (Alpaca),
@@ -13,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import InputError, article
+from ..errors import InputError, OcmlError, article
 from .alpaca import read_alpaca
 from .common import present
-from .examples import Example
+from .examples import Example, KtoExample, PreferencePair, PromptCompletion, TextExample
 from .preference import read_kto, read_preference
 from .prompt_completion import read_prompt_completion
 from .shapes import DEFAULT_OPTIONS, RecordShape, ShapeOptions
@@ -96,3 +99,37 @@ def record_shape(record: Any, shape: str, opts: ShapeOptions, messages_field: st
     if shape in ("chat", "native"):
         return RecordShape.CHAT
     return RecordShape(shape)
+
+
+#: the shape of each example type (``read_record``'s results)
+EXAMPLE_SHAPES: dict[type, RecordShape] = {TextExample: RecordShape.TEXT, PromptCompletion: RecordShape.PROMPT_COMPLETION,
+                                           PreferencePair: RecordShape.PREFERENCE, KtoExample: RecordShape.KTO}
+
+
+def refuse_record(obj: Any, opts: ShapeOptions = DEFAULT_OPTIONS) -> None:
+    """``E-INPUT-RECORD`` when ``obj``, given where a conversation is expected (``Encoder.render``),
+    is a dataset record of another shape (or its example), naming the call that reads it.
+
+    Cheap for conversations (a dict with ``messages`` / ``role`` / ShareGPT ``conversations``,
+    anything not a dict); a dict of none of the shapes is left to the adapters, which say
+    what a conversation lacks."""
+    shape = EXAMPLE_SHAPES.get(type(obj))
+    field = None
+    if shape is None:
+        if not isinstance(obj, dict) or "messages" in obj or "role" in obj or "conversations" in obj:
+            return
+        try:
+            shape = detect_shape(obj, opts)
+        except OcmlError:
+            return
+        if shape is RecordShape.CHAT:
+            return
+        f = opts.fields
+        field = next((k for k in (f.chosen, f.rejected, f.prompt, f.completion, f.instruction, f.output, f.text)
+                      if present(obj, k)), None)
+    if shape in (RecordShape.PREFERENCE, RecordShape.KTO):
+        call = "render_pair(enc, record) renders a preference / KTO record as one row"
+    else:
+        call = "render_record(enc, record) reads and renders a record of any sequence shape (many: render_records)"
+    raise InputError(f"render takes a conversation; this is a dataset record ({shape.value})", code="E-INPUT-RECORD",
+                     field=field, hint=f"ocml.encoder.inputs.{call}; ocml pack reads records from files")

@@ -25,10 +25,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InputError, OcmlError, article
+from ..jobs import conversation_job
 from ..messages import Mode
 from .detect import read_record, record_shape
 from .examples import KtoExample, PreferencePair
-from .layout import conversation_parts, pc_conversation, relocated, text_job
+from .render_record import conversation_parts, pc_conversation, relocated, text_job
 from .shapes import PAIR_SHAPES, RecordShape
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ def _jobs(enc: Renders, ex: PreferencePair | KtoExample) -> list[RenderJob]:
         comp = None if side is None else conversation_parts(_Side(ex.prompt, ex.options, side), opts)[1]
         try:
             conv = pc_conversation(enc, _Side(ex.prompt, ex.options, side if side is not None else sides[0]), mode, comp)
-            jobs.append(enc._layout_conversation(conv, mode, None, None))
+            jobs.append(conversation_job(enc, conv, mode, None, None))
         except OcmlError as exc:
             raise relocated(exc, len(prompt), opts, key) from None
     return jobs
@@ -101,7 +102,7 @@ def _jobs(enc: Renders, ex: PreferencePair | KtoExample) -> list[RenderJob]:
 
 @dataclass(frozen=True)
 class _Side:
-    """A prompt + one completion (what ``layout.pc_conversation`` reads)."""
+    """A prompt + one completion (what ``render_record.pc_conversation`` reads)."""
 
     prompt: Any
     options: dict[str, Any]

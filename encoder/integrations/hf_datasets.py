@@ -30,7 +30,7 @@ from .columns import PACKED_COLUMNS
 from .pack_stage import OcmlPack, TablePacker, pad_encoder
 from .render_stage import OcmlRender
 
-#: Rows per ``map`` batch: one ``render_batch`` call each (the encoder's chunking inside).
+#: Rows per ``map`` batch: one ``inputs.render_records`` call each (its chunking inside).
 DEFAULT_BATCH_SIZE = 1000
 
 

@@ -127,7 +127,7 @@ def split_failures(table: pa.Table) -> tuple[pa.Table, list[Failure]]:
 def pad_encoder(encoder: Any) -> Any:
     """``encoder`` for the pad-id rule: an ``Encoder``, or a format name to build one from."""
     if isinstance(encoder, str):
-        from ..encoder import Encoder
+        from ..facade import Encoder
 
         return Encoder(encoder)
     return encoder

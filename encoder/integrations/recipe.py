@@ -1,6 +1,6 @@
 """A recipe's rules on rendered rows in ``datasets`` and Ray Data: split, dedup, weights, shuffle.
 
-The rules are ``ocml pack``'s (one home each: ``pipeline.split``, ``pipeline.dedup``,
+The rules are ``ocml pack``'s (one home each: ``pipeline.validation_split``, ``pipeline.dedup``,
 ``pipeline.mix``, ``pipeline.shuffle``), applied to the render stage's output (an
 ``input_ids`` list column; rows whose ``input_ids`` is null are failed records and are
 left out).  With the same seed, the same conversation falls on the same side as in
@@ -41,7 +41,7 @@ from ..pipeline.mix import weighted_take
 from ..pipeline.recipe import Validation
 from ..pipeline.seeding import unit
 from ..pipeline.shuffle import permutation
-from ..pipeline.split import validation_mask
+from ..pipeline.validation_split import validation_mask
 from . import batches
 
 BATCH = 4096

@@ -24,7 +24,7 @@ import pyarrow as pa
 from ocml.vocab import DEFAULT_FORMAT
 from ocml.vocab.errors import as_strings
 
-from ..encoder import Encoder
+from ..facade import Encoder
 from ..errors import InputError, OcmlError, UnknownNameError
 from ..pipeline.readers import Chunk, Kind, Position, columns_for
 from ..pipeline.options import ocml_version

@@ -26,7 +26,7 @@ from ..formats.declare import Candidate
 from .folder import ModelFolder
 
 if TYPE_CHECKING:
-    from ..encoder import Encoder
+    from ..facade import Encoder
 
 PROBES_FILE = Path(__file__).with_name("probes.json")
 
@@ -87,7 +87,7 @@ class Detection:
 
     def encoder(self, **overrides: Any) -> Encoder:
         """An ``Encoder`` for the detected format with the model's own tokenizer."""
-        from ..encoder import Encoder
+        from ..facade import Encoder
 
         return Encoder(self.format, self.folder.tokenizer(), **{**self.options, **overrides})
 
@@ -140,7 +140,7 @@ def _first_difference(folder: ModelFolder, want: Sequence[int], got: Sequence[in
 
 def _compare(folder: ModelFolder, cand: Candidate, probes: list[dict[str, Any]], tools: list[dict[str, Any]],
              template_ids: dict[str, list[int] | OcmlError | Exception], today: str) -> CandidateResult:
-    from ..encoder import Encoder
+    from ..facade import Encoder
 
     results: list[ProbeResult] = []
     try:

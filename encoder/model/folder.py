@@ -119,7 +119,7 @@ class ModelFolder:
         """A format stop id that generation_config.json does not list: generate() would run past it."""
         if self.generation_config is None:
             return []
-        from ..stops import stop_ids
+        from ..stops.ids import stop_ids
 
         tok = self.tokenizer()
         have = self.eos_ids()

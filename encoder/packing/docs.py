@@ -160,7 +160,7 @@ def resolve_pad_id(pad_id: int | None, encoder: Any) -> int:
         raise InputError("no pad id: pass pad_id= or encoder=", field="pad_id",
                          hint="e.g. pack(docs, seq_len, encoder=enc) uses the tokenizer's pad / the format's end id")
     from ..codec import Codec
-    from ..stops import stop_ids
+    from ..stops.ids import stop_ids
 
     if not isinstance(encoder, Codec):
         raise InputTypeError(f"encoder must be an Encoder, got {type(encoder).__name__}", field="encoder")

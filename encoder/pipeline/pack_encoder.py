@@ -18,7 +18,7 @@ def encoder_factory(format: str | None, tokenizer: str | None, model: str | None
     """``(make, detection)``: ``make(**encoder_kwargs)`` builds an ``Encoder`` for the run's
     format and tokenizer; ``detection`` is the manifest's ``model`` entry (format, options,
     each probe's outcome, warnings), or None without a model folder."""
-    from ..encoder import Encoder
+    from ..facade import Encoder
 
     if model is None:
         fmt = format or DEFAULT_FORMAT

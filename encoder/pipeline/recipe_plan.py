@@ -16,7 +16,7 @@ from .dedup import first_occurrences
 from .mix import weighted_take
 from .recipe import Recipe
 from .shuffle import permutation
-from .split import validation_mask
+from .validation_split import validation_mask
 
 __all__ = ["Plan", "SourceCounts", "plan_documents", "summed"]
 

@@ -46,7 +46,7 @@ from .faults import fault as _fault
 from .gates import BadFractionGate
 from .options import BAD_SAMPLE, ocml_version
 from .outdir import is_shard, prepare
-from ..inputs.split import presplit_lines, split_text_seq_len
+from ..inputs.overlong_text import presplit_lines, split_text_seq_len
 from .pack_encoder import encoder_factory
 from .provenance import LOC_BITS, SourceMap
 from .readers import Position, Source, iter_chunks, resolve

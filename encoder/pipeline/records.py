@@ -1,4 +1,5 @@
-"""One dataset record -> one conversation ``Encoder.render`` accepts.
+"""One dataset record -> one conversation ``Encoder.render`` accepts (or a record of another
+shape, for ``ocml.encoder.inputs.render_records``).
 
 A record is a row of a dataset (a JSONL line, a Parquet / Arrow row).  Its messages live
 in one column (``messages_field``, default ``messages``) and its tool definitions in
@@ -43,7 +44,7 @@ def conversation_from_record(record: Mapping[str, Any], *, messages_field: str =
                              ignored: Counter[str] | None = None) -> Any:
     """The conversation in ``record``: ``{"messages": [...], "tools": [...], ...options}``.
     A record of another shape (prompt/completion, Alpaca, text: ``ocml.encoder.inputs``), detected
-    or forced by ``shape``, is returned with its data and options only: ``Encoder.render`` reads it.
+    or forced by ``shape``, is returned with its data and options only: ``inputs.render_records`` reads it.
     Every record goes through the one column rule first (``ocml.encoder.inputs.columns``:
     extra columns dropped and counted in ``ignored``, misspelled options refused).
 

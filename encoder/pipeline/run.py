@@ -43,7 +43,7 @@ from .gates import BadFractionGate, TooManyBadRecords
 from .options import BAD_SAMPLE, PackOptions, check
 from .outdir import OutDir, is_shard, prepare
 from .provenance import LOC_BITS, SourceMap
-from ..inputs.split import presplit_lines
+from ..inputs.overlong_text import presplit_lines
 from .readers import Position, count_records, iter_chunks
 from .report import OVERLONG, LengthHistogram, final_report, format_report, overlong_entries
 from .resume import PROGRESS, STATE_DIR, Checkpoint, fingerprint, input_fingerprint, reopen_log
@@ -206,7 +206,7 @@ class _Run:
         lengths = np.diff(r.offsets)
         c.documents += r.documents - sum(p.pieces - 1 for p in r.presplit)
         c.pieces += r.documents
-        # text documents split in the worker (encoder.inputs.split)
+        # text documents split in the worker (encoder.inputs.overlong_text)
         self.overlong_file.writelines(presplit_lines(r.presplit, lambda loc: self.smap.where(r.source, loc),
                                                      self.opts.seq_len or 0))
         self.pack_total.split += len(r.presplit)
@@ -310,7 +310,7 @@ def _run_locked(opts: PackOptions, log: IO[str], t0: float, enc: Any, detection:
     if state.resumed_shards:
         state._say(f"ocml: resuming {opts.out} after shard {state.resumed_shards - 1} "
                    f"({state.resumed_shards} complete shard(s) kept)")
-    from ..inputs.split import split_text_seq_len
+    from ..inputs.overlong_text import split_text_seq_len
 
     spec = RenderSpec(opts.messages_field, opts.tools_field, keep_untrained=opts.keep_untrained,
                       message_index=opts.pack and opts.overlong_policy is Overlong.TRUNCATE,

@@ -4,7 +4,8 @@ A worker gets the encoder once (it pickles as a few hundred bytes: format name,
 tokenizer recipe, options; see ``Encoder.__reduce__``) and rebuilds it from its own
 per-process vocabulary cache.  Each chunk comes back as flat arrays (ids, mask, offsets,
 location of each document) plus its bad records: a chunk is rendered whole with
-``render_batch(errors="collect")``, so a bad record never costs its neighbours.
+``inputs.render_records(errors="collect")`` (records of every sequence shape, read by the input
+layer), so a bad record never costs its neighbours.
 
 Order and memory: at most ``in_flight`` chunks are read ahead of the one being consumed,
 and results are consumed strictly in chunk order, so the output does not depend on the
@@ -73,7 +74,7 @@ class Rendered:
     #: arrays unless ``RenderSpec.keep_untrained``
     untrained: list[tuple[int, str]] = field(default_factory=list)
     rows: Any = None           # preference / KTO rows (encoder.inputs.rows.PairBlock), written as they are
-    presplit: list[Any] = field(default_factory=list)  # text documents split here (encoder.inputs.split)
+    presplit: list[Any] = field(default_factory=list)  # text documents split here (encoder.inputs.overlong_text)
     #: extra columns ignored (``encoder.inputs.columns``): column -> records that carried it
     ignored: dict[str, int] = field(default_factory=dict)
 
@@ -90,7 +91,7 @@ class RenderSpec:
     tools_field: str = "tools"
     message_index: bool = False
     keep_untrained: bool = False  # keep documents with no trained token (else skipped, listed in ``untrained``)
-    split_text: int = 0  # > 0: split text documents longer than this here (encoder.inputs.split)
+    split_text: int = 0  # > 0: split text documents longer than this here (encoder.inputs.overlong_text)
 
 
 def json_error(exc: json.JSONDecodeError) -> str:
@@ -189,7 +190,7 @@ def render_chunk(enc: Any, chunk: Chunk, spec: RenderSpec) -> Rendered:
         ok_convs.append(conv)
     presplit: list[Any] = []
     if spec.split_text:
-        from ..inputs.split import split_text
+        from ..inputs.overlong_text import split_text
 
         ok_locs, ok, presplit = split_text(enc, ok_convs, ok_locs, ok, spec.split_text)
     errors.sort(key=lambda e: e.location)
@@ -215,9 +216,11 @@ def _render_rows(enc: Any, chunk: Chunk, good: list[tuple[int, Any]], errors: li
 
 
 def _render_all(enc: Any, convs: list[Any]) -> list[Any]:
-    """One ``render_batch`` for the chunk; per record (naming the failure) if it raises anyway."""
+    """One ``render_records`` for the chunk; per record (naming the failure) if it raises anyway."""
+    from ..inputs.render_record import render_record, render_records
+
     try:
-        batch = enc.render_batch(convs, errors="collect")
+        batch = render_records(enc, convs, errors="collect")
         out: list[Any] = list(batch.results)
         for i, exc in batch.errors:
             out[i] = exc
@@ -227,7 +230,7 @@ def _render_all(enc: Any, convs: list[Any]) -> list[Any]:
     out = []
     for conv in convs:
         try:
-            out.append(enc.render(conv))
+            out.append(render_record(enc, conv))
         except OcmlError as exc:
             out.append(exc)
         except Exception as exc:  # noqa: BLE001 - reported as a bad record, never a crash mid-run

@@ -8,7 +8,7 @@ and ``engine_stop`` (an engine's stripped stop).
 
 ``StreamDecoder`` puts the byte-level scanner (``ocml.encoder.stream.scanner``: ids ->
 atoms, controls recognised as registered ids *or* as text, minimal holdback,
-incremental UTF-8) in front of the shared ``FrameMachine`` (``ocml.encoder.frames``), so
+incremental UTF-8) in front of the shared ``FrameMachine`` (``ocml.encoder.read.frames``), so
 a stream is read exactly like ``Encoder.parse`` reads the same ids::
 
     dec = enc.decoder(role="assistant")       # after a "<|start|>assistant" prefill
@@ -31,7 +31,7 @@ and ``commentary`` with ``intent=preamble``; a ChatML assistant turn's deltas ar
 ``commentary``, ``ocml.encoder.formats.chatml.frames``); ``MessageEnd(message, reason)`` with
 reason ``end`` | ``return`` | ``call`` | ``truncated``; ``Stop(reason, token, position,
 trailing)``; ``Error(code, message, position, text)`` (``text``: input left out of
-every message, see ``ocml.encoder.frames``).
+every message, see ``ocml.encoder.read.frames``).
 
 Semantics
 ---------
@@ -130,7 +130,7 @@ from ..errors import InputError, InputTypeError, ParseError
 from ..events import Delta, Error, Event, MessageEnd, MessageStart, Stop
 from ..messages import Message
 from .engine_stop import engine_stop
-from .route import AtomRouter
+from ..read.route import AtomRouter
 from ..prefill import prefill_ids, prefill_role
 from .codec_tables import tables_for
 from .scanner import Atom, Control, InvalidId, Scanner, Special, StopString, Text
@@ -507,7 +507,7 @@ class StreamDecoder:
             i = a.token_index
             if type(a) is Control:
                 name = a.name
-                # literal blocks, stray <|endliteral|>: the rule parse shares (encoder.stream.route)
+                # literal blocks, stray <|endliteral|>: the rule parse shares (encoder.read.route)
                 if not self._router.control(name, i):
                     continue
                 reason = self._stopping.get(name)

@@ -1,6 +1,6 @@
 """How an engine's stripped stop ends a stream: ``engine_stop`` (``StreamDecoder.finish``'s reading
 of vLLM's ``stop_reason`` / ``eos``).  Re-exported by ``ocml.encoder.stops``; here, below both the
-decoder and the HF streamer of ``stops`` that builds decoders, so neither imports the other back.
+decoder and the HF streamer (``hf_streamer``) that builds decoders, so neither imports the other back.
 """
 
 from __future__ import annotations

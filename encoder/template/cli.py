@@ -13,7 +13,7 @@ from ocml.vocab import DEFAULT_FORMAT
 
 def _cmd_template(args: argparse.Namespace) -> int:
     from ..cli_args import format_options
-    from ..encoder import Encoder
+    from ..facade import Encoder
 
     # every option that changes the layout reaches the templates (Format.init_options, mask, cot)
     enc = Encoder(args.format, args.tokenizer, cot=args.cot, mask=args.mask, **format_options(args))

@@ -22,7 +22,7 @@ from typing import Any
 
 from ...errors import article
 from ...events import new_delta
-from ...frames import FrameMachine
+from ...read.frames import FrameMachine
 from ...grammar.headers import Header
 from ...grammar.terminators import terminators_of
 from ...messages import Message

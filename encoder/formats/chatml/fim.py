@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from ocml.vocab import ControlTable
 
     from ...codec import Codec
-    from ...frames import FrameMachine
+    from ...read.frames import FrameMachine
     from ...grammar.escape import Escaper
 
 PRE, MID, SUF, SEP = "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|file_separator|>"

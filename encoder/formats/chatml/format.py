@@ -71,7 +71,7 @@ from .turns import CALL_CLOSE, CALL_OPEN, ChatMLTurn, read_call, read_turn
 if TYPE_CHECKING:
     from ocml.vocab import Tokenizer
 
-    from ...frames import FrameMachine
+    from ...read.frames import FrameMachine
     from ...masks import Flags, MaskPolicy
 
 _TOOLS_HEAD = ("# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"

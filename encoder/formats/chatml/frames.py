@@ -30,7 +30,7 @@ from typing import Any
 
 from ...errors import HeaderError
 from ...events import new_delta
-from ...frames import FrameMachine
+from ...read.frames import FrameMachine
 from ...grammar.headers import Header
 from .fim import FIM_ROLE
 from .turns import CHANNELS, TurnReader, plain_table

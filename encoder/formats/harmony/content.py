@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..json_fields import copy_json, need_mapping, need_str, type_name
-from ocml.encoder.sections import SECTIONS, content_key
+from ocml.encoder.section_cache import SECTIONS, content_key
 from ocml.vocab.errors import DependencyError, InputError, UnknownNameError, article
 
 __all__ = [
@@ -428,7 +428,7 @@ def interned_content(kind: Literal["system_content", "developer_content"],
                      item: Mapping[str, Any]) -> SystemContent | DeveloperContent:
     """An openai-harmony ``system_content`` / ``developer_content`` item, read once per content:
     equal items give the same (interned) object, whose ids the renderer then caches
-    (``ocml.encoder.sections``).  The key (``content_key``) costs a fraction of reading the item
+    (``ocml.encoder.section_cache``).  The key (``content_key``) costs a fraction of reading the item
     (deep copies) and encoding its text again."""
     body = {k: v for k, v in item.items() if k != "type"}
     cls = SystemContent if kind == "system_content" else DeveloperContent

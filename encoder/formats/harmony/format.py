@@ -32,7 +32,7 @@ from ...errors import CallSchemaError, InputError, article
 from ...grammar.headers import Header
 from ...messages import Conversation, Message, Options
 from ...plan import CTL, TXT, MessagePlan, Piece  # noqa: F401
-from ...sections import SECTIONS, content_key
+from ...section_cache import SECTIONS, content_key
 from ...grammar.headers import HeaderStyle
 from ...grammar.roles import BASE_ROLES, TOOL_NAME, RoleGrammar
 from ..base import PlanContext
@@ -164,7 +164,7 @@ def _synthesize(msgs: list[Message], opt: Options, chat: bool = False) -> list[M
 
 def _head(opt: Options, lead: list[str], source: int | None) -> list[Message]:
     """The system (and developer) messages built from ``opt`` and the leading text, each once per
-    content (``ocml.encoder.sections``): a shared tool set and system prompt is built and its ids
+    content (``ocml.encoder.section_cache``): a shared tool set and system prompt is built and its ids
     encoded once; the system header alone (options only) is shared even by conversations that
     each have their own tools.  Keys cost a fraction of encoding (``content_key`` of the tools)."""
     skey = ("harmony-system", opt.model_identity, opt.reasoning_effort, opt.date, opt.knowledge_cutoff,

@@ -1,7 +1,7 @@
 """Harmony's frame: what HarmonyFormat and OpenChatML 2.x (built on it) share, and no other format.
 
 A message is ``<|start|>HEADER<|message|>BODY`` and a terminator; the model's turn opens with
-``<|start|>assistant``; the frame machine of ``ocml.encoder.frames`` reads it back with the
+``<|start|>assistant``; the frame machine of ``ocml.encoder.read.frames`` reads it back with the
 format's ``HeaderStyle``; system and developer messages may be sections (``sections``: their
 text), and the system text gains the "Calls to these tools..." line when any developer message
 declares function tools (``context``).
@@ -19,7 +19,7 @@ from ..base import Format, PlanContext
 from .sections import tail_field
 
 if TYPE_CHECKING:
-    from ...frames import FrameMachine
+    from ...read.frames import FrameMachine
 
 
 class HarmonyFrame(Format):
@@ -30,7 +30,7 @@ class HarmonyFrame(Format):
 
     def frame_machine(self, *, strict: bool, role: str | None, emit: Callable[[Any], None] | None = None,
                       markers: frozenset[str] = frozenset()) -> FrameMachine:
-        from ...frames import FrameMachine
+        from ...read.frames import FrameMachine
 
         return FrameMachine(header=self.header_style, strict=strict, role=role, emit=emit, markers=markers,
                             terminators=self.terminators.reasons)

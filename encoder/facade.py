@@ -20,19 +20,17 @@ from ocml import vocab
 from ocml.vocab import DEFAULT_FORMAT, Tokenizer, canonical_format
 from ocml.vocab.errors import as_enum, expect
 
-from .adapters import SHAPES, relocate
+from .adapters import SHAPES
 from .batch import Batch
 from .codec import Codec, default_tokenizer
-from .cot import dropped as cot_dropped, parse_cot
-from .errors import InputError, InputTypeError, OcmlError
+from .errors import InputError, InputTypeError
 from .formats import format_class
-from .jsonlimits import reraise
-from .inputs import layout as record_layout
+from .inputs.detect import refuse_record
 from .inputs.shapes import RECORD_SHAPES, ShapeOptions
 from .grammar.terminators import StopMode
+from .jobs import check_batch_args, conversation_job, cot_policy, mask_policy, prepare, render_jobs
 from .masks import MaskPolicy, MaskSpec
 from .messages import Conversation, CotName, CotPolicy, Message, Mode, ModeName
-from .prefill import check_continuable
 from .render import Renderer, RenderJob, RenderResult
 
 if TYPE_CHECKING:  # the return types of the features imported where they are called
@@ -112,10 +110,11 @@ class Encoder(Codec):
             raise vocab.UnknownNameError(f"unknown input shape {shape!r}", field="shape",
                                          hint="'auto' (default), 'chat' (OpenAI / HF chat data), 'native', or a "
                                               "record shape: " + ", ".join(RECORD_SHAPES))
+        # The record shape (``ocml.encoder.inputs``: ``render_record`` / ``render_records``, ``ocml pack``)
+        # and its options; ``render`` takes conversations, whose messages a record shape reads as 'auto'.
         self.shape = shape
-        # How messages are read: a forced record shape (encoder.inputs) reads its messages as 'auto'.
         self.message_shape = shape if shape in SHAPES else "auto"
-        self.shape_options = ShapeOptions.parse(shape_options)  # the record shapes' options (encoder.inputs)
+        self.shape_options = ShapeOptions.parse(shape_options)
         cls = format_class(format_name)
         _check_format_options(cls, format_options)
         Codec.__init__(self, format_name, tokenizer, cls(tokenizer, validate_bodies=validate_bodies, **format_options))
@@ -136,84 +135,30 @@ class Encoder(Codec):
         return f"<Encoder {self.format_name} on {self.tokenizer!r}>"
 
     def _mask(self, mask: MaskSpec | str) -> MaskPolicy:
-        """A mask policy this format applies (one it would ignore is a usage error)."""
-        policy = MaskPolicy.parse(mask)
-        why = self.format.mask_unsupported(policy)
-        if why is not None:
-            raise InputError(f"mask {mask!r} has no effect with {self.format_name}: {why}", code="E-INPUT-ARGUMENT",
-                             field="mask", hint="use the default mask, 'last' or 'none' (or a roles / last_turn_only "
-                                                "policy)")
-        return policy
+        return mask_policy(self.format_name, self.format, mask)
 
     def _cot(self, cot: CotPolicy | CotName | str | None) -> CotPolicy:
-        """A CoT policy this format applies (one it would ignore is a usage error)."""
-        policy = parse_cot(cot)
-        allowed = self.format.cot_policies()
-        if policy not in allowed:
-            raise InputError(f"cot={policy.value!r} has no effect with {self.format_name}"
-                             + (f" (reasoning={self.format.reasoning.value!r})" if hasattr(self.format, "reasoning")
-                                else ""),
-                             code="E-INPUT-ARGUMENT", field="cot",
-                             hint="here cot may be " + ", ".join(p.value for p in allowed))
-        return policy
+        return cot_policy(self.format_name, self.format, cot)
 
-    # -- rendering -------------------------------------------------------------
+    # -- rendering (conversations; dataset records: ``ocml.encoder.inputs.render_record``) -------------
     def prepare(self, conversation: Any, cot: CotPolicy | str | None = None) -> tuple[Conversation, list[int]]:
         """Normalised, validated conversation and the indices of the messages to render."""
-        try:
-            given = self.format.read(conversation, self.message_shape)
-        except (RecursionError, ValueError) as exc:  # a value too deep / a number too long: typed (jsonlimits)
-            reraise(exc, "the conversation")
-        policy = self.cot if cot is None else self._cot(cot)
-        if self.format.turns.inline_reasoning:  # reasoning joins its answer's frame: the CoT policy applies first
-            pre = cot_dropped(given.messages, policy)
-            if pre:
-                given = Conversation(tuple(m for k, m in enumerate(given.messages) if k not in pre), given.options,
-                                     chat=given.chat)
-        try:
-            conv = self.format.normalize(given)
-        except OcmlError as exc:
-            raise relocate(exc, given.messages) from None
-        try:
-            self.format.validate(conv)
-        except OcmlError as exc:
-            raise relocate(exc, conv.messages) from None
-        drop = cot_dropped(conv.messages, policy)
-        keep = [i for i in range(len(conv.messages)) if i not in drop]
-        return conv, keep
+        return prepare(self, conversation, cot)
 
-    def _layout(self, conversation: Any, mode: Mode, cot: CotPolicy | str | None,
-                mask: MaskPolicy | None) -> RenderJob:
-        try:
-            if type(conversation) is not list and record_layout.wants(self, conversation):
-                # prompt/completion, Alpaca, text records (encoder.inputs)
-                return record_layout.layout_record(self, conversation, mode, cot, mask)
-            return self._layout_conversation(conversation, mode, cot, mask)
-        except (RecursionError, ValueError) as exc:  # a value too deep / a number too long: typed (jsonlimits)
-            reraise(exc, "the conversation")
-
-    def _layout_conversation(self, conversation: Any, mode: Mode, cot: CotPolicy | str | None,
-                             mask: MaskPolicy | None) -> RenderJob:
-        conv, keep = self.prepare(conversation, cot)
-        msgs = conv.messages
-        kept = msgs if len(keep) == len(msgs) else [msgs[i] for i in keep]
-        flags = self.format.message_flags(kept, self.mask if mask is None else mask)
-        dropped = () if len(keep) == len(msgs) else tuple(sorted(set(range(len(msgs))).difference(keep)))
-        if mode is Mode.CONTINUE:
-            check_continuable(conv, keep)
-        try:
-            return self.renderer.layout(conv, keep, flags, mode in (Mode.TRAIN, Mode.CONTINUE), mode is Mode.PROMPT,
-                                        dropped, open_last=mode is Mode.CONTINUE)
-        except OcmlError as exc:
-            raise relocate(exc, msgs) from None
+    def _job(self, conversation: Any, mode: Mode, cot: CotPolicy | str | None, mask: MaskPolicy | None) -> RenderJob:
+        if type(conversation) is not list:
+            refuse_record(conversation, self.shape_options)  # a dataset record: the input layer's to read
+        return conversation_job(self, conversation, mode, cot, mask)
 
     def render(self, conversation: Any, mode: Mode | ModeName = "train", *, cot: CotPolicy | CotName | None = None,
                mask: MaskSpec = None) -> RenderResult:
         """One conversation -> ``RenderResult`` (``ids``, ``mask``, ``labels``, ``message_index``).
 
-        ``conversation``: OpenAI / HF chat messages (a list of dicts, or a dict with ``messages``,
-        ``tools``...), openai-harmony JSON, ``ocml.Conversation``, or a record of another shape
-        (prompt/completion, Alpaca, text; see ``shape=``).  ``mode``: ``"train"`` (a supervised
+        ``conversation``: OpenAI / HF chat messages (a list of dicts, or a Chat Completions body: a
+        dict with ``messages``, ``tools``...), openai-harmony JSON or ``ocml.Conversation``.  A dataset
+        record of another shape (prompt/completion, Alpaca, text, preference, KTO) is
+        ``E-INPUT-RECORD``: ``ocml.encoder.inputs.render_record(enc, record)`` reads and renders it.
+        ``mode``: ``"train"`` (a supervised
         example: the last assistant message ends as the model ends its turn), ``"prompt"`` (the
         history plus the generation prompt of the next assistant turn), ``"history"`` (every message
         closed with its ordinary end), ``"continue"`` (the last assistant message left open, for a
@@ -222,12 +167,13 @@ class Encoder(Codec):
         index and field) for input the format cannot carry.
         """
         policy = None if mask is None else self._mask(mask)
-        return self.renderer.assemble([self._layout(conversation, _mode(mode), cot, policy)])[0]
+        return self.renderer.assemble([self._job(conversation, _mode(mode), cot, policy)])[0]
 
     def render_batch(self, conversations: Iterable[Any], mode: Mode | ModeName = "train", *,
                      cot: CotPolicy | CotName | None = None, mask: MaskSpec = None,
                      errors: BatchErrors = "raise", chunk: int = 256) -> Batch:
-        """Render many conversations (the data-preparation path).
+        """Render many conversations (the data-preparation path; dataset records of any shape:
+        ``ocml.encoder.inputs.render_records``).
 
         ``errors="collect"`` records bad inputs (by index) and goes on.  Conversations are
         laid out, encoded and assembled ``chunk`` at a time, so numpy and thread hand-off
@@ -235,38 +181,11 @@ class Encoder(Codec):
         The garbage collector is the caller's: a library call leaves process-wide settings
         alone (``ocml pack``'s worker processes tune theirs, ``ocml.encoder.gcpolicy``).
         """
-        if errors not in ("raise", "collect"):
-            raise vocab.UnknownNameError(f"errors={errors!r}", field="errors", hint="'raise' or 'collect'")
-        if type(chunk) is not int or chunk < 1:
-            raise InputError(f"chunk={chunk!r} must be an integer >= 1", field="chunk")
-        if isinstance(conversations, (str, bytes, dict)) or not hasattr(conversations, "__iter__"):
-            raise InputTypeError("conversations must be an iterable of conversations, got "
-                                 f"{type(conversations).__name__}", field="conversations",
-                                 hint="render(conversation) renders one")
+        check_batch_args(conversations, errors, chunk, "conversations", "render(conversation)")
         m = _mode(mode)
         policy = None if mask is None else self._mask(mask)
         cot = self._cot(cot) if cot is not None else None
-        out = Batch([])
-        pending: list[tuple[int, RenderJob]] = []
-
-        def flush() -> None:
-            for (slot, _), res in zip(pending, self.renderer.assemble([j for _, j in pending])):
-                out.results[slot] = res
-            pending.clear()
-
-        for i, conv in enumerate(conversations):
-            out.results.append(None)
-            try:
-                pending.append((i, self._layout(conv, m, cot, policy)))
-            except OcmlError as exc:
-                if errors == "raise":
-                    raise
-                out.errors.append((i, exc))
-            if len(pending) >= chunk:
-                flush()
-        if pending:
-            flush()
-        return out
+        return render_jobs(self, conversations, lambda conv: self._job(conv, m, cot, policy), errors, chunk)
 
     # -- the other direction -------------------------------------------------------
     @overload
@@ -302,7 +221,7 @@ class Encoder(Codec):
         if until_stop is not True and until_stop is not False:
             raise InputTypeError(f"until_stop must be True or False, got {until_stop!r}", field="until_stop")
         if until_stop:
-            from .stops import first_stop
+            from .stops.ids import first_stop
 
             ids = ids[:first_stop(self, ids, role=role)]
         return to_openai(self, ids, role=role, strict=strict, call_id_seed=call_id_seed, tools=tools)
@@ -358,13 +277,13 @@ class Encoder(Codec):
     # -- inference side ----------------------------------------------------------------
     def stop_ids(self, mode: StopMode = "assistant") -> list[int]:
         """Ids a sampler stops on: the turn-ending controls that are registered."""
-        from .stops import stop_ids
+        from .stops.ids import stop_ids
 
         return stop_ids(self, mode)
 
     def stop_strings(self, mode: StopMode = "assistant") -> list[str]:
         """Stop controls spelled as text (fallback mode): for samplers' string stops."""
-        from .stops import stop_strings
+        from .stops.ids import stop_strings
 
         return stop_strings(self, mode)
 

@@ -7,7 +7,7 @@ disagree on what a control is:
 * ``control_ids``: registered ids of the format's controls and markers
   (``encoder/formats/<pkg>/<format>.tokens.json``: ``controls``, ``markers``) -> name;
 * ``special_ids``: every other registered special id (``<|endoftext|>``, reserved ids...):
-  never text, never structure (``ocml.encoder.stream.route``);
+  never text, never structure (``ocml.encoder.read.route``);
 * ``text_controls``: the format's controls the tokenizer has no id for (fallback mode):
   recognised in the decoded bytes, ``"<" + control`` being the escape;
 * ``literal``: the literal block controls (OpenChatML 2.2 §16.4) if the format has them;

@@ -1,4 +1,11 @@
-"""Rendering the sequence shapes: ``Encoder.render`` / ``render_batch`` hand them here.
+"""Dataset records -> renders: ``render_record`` / ``render_records``, the explicit API in front
+of the renderer (``ocml pack``'s workers call it too; ``Encoder.render`` takes conversations only
+and refuses a record, ``E-INPUT-RECORD``).
+
+A record is read here, by its shape (detected per record, or forced by ``Encoder(shape=...)``,
+options ``shape_options``; ``detect``): a conversation (``messages``) and an Alpaca record (read as
+one) go down the one conversation path (``ocml.encoder.jobs.conversation_job``), the other sequence
+shapes as follows, and a preference pair / KTO example is ``E-SHAPE-PAIR`` (``render_pair``):
 
 - conversational prompt/completion: one conversation, prompt messages then completion
   messages; the prompt is never trained (its messages get ``train=False``), the completion
@@ -17,9 +24,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Literal
+
+from ocml.vocab.errors import as_enum
 
 from ..errors import InputError, OcmlError
+from ..jobs import check_batch_args, conversation_job, cot_policy, mask_policy, render_jobs
+from ..jsonlimits import reraise
 from ..messages import Conversation, Mode
 from ..render import RenderJob
 from ..whole_runs import Run
@@ -29,7 +41,52 @@ from .shapes import RecordShape, ShapeOptions
 from .text import end_of_text_id
 
 if TYPE_CHECKING:
+    from ..batch import Batch
     from ..codec import Renders
+    from ..masks import MaskPolicy, MaskSpec
+    from ..messages import CotName, CotPolicy, ModeName
+    from ..render import RenderResult
+
+__all__ = ["record_job", "render_record", "render_records"]
+
+
+def render_record(enc: Renders, record: Any, mode: Mode | ModeName = "train", *,
+                  cot: CotPolicy | CotName | None = None, mask: MaskSpec = None) -> RenderResult:
+    """One dataset record of a sequence shape -> ``RenderResult``, as ``ocml pack`` renders it.
+
+    ``record``: a conversation record (``messages``, a message list), prompt/completion (standard
+    or conversational), Alpaca or text (a dict of the shape's columns, renamed by
+    ``shape_options``), or its example (``PromptCompletion``, ``TextExample``).  The shape is
+    ``enc.shape`` (``"auto"``: detected per record).  ``mode`` / ``cot`` / ``mask``: as
+    ``Encoder.render``.
+    """
+    out = render_records(enc, [record], mode, cot=cot, mask=mask)
+    res = out.results[0]
+    assert res is not None
+    return res
+
+
+def render_records(enc: Renders, records: Iterable[Any], mode: Mode | ModeName = "train", *,
+                   cot: CotPolicy | CotName | None = None, mask: MaskSpec = None,
+                   errors: Literal["raise", "collect"] = "raise", chunk: int = 256) -> Batch:
+    """Many records (``render_record``'s) -> ``Batch``, chunked as ``Encoder.render_batch``;
+    ``errors="collect"`` records a bad record (by index) and goes on."""
+    check_batch_args(records, errors, chunk, "records", "render_record(enc, record)")
+    m = as_enum(mode, Mode, "mode", "mode")
+    policy = None if mask is None else mask_policy(enc.format_name, enc.format, mask)
+    cot = None if cot is None else cot_policy(enc.format_name, enc.format, cot)
+    return render_jobs(enc, records, lambda rec: record_job(enc, rec, m, cot, policy), errors, chunk)
+
+
+def record_job(enc: Renders, record: Any, mode: Mode, cot: CotPolicy | str | None,
+               mask: MaskPolicy | None) -> RenderJob:
+    """One record -> its ``RenderJob`` (``cot`` / ``mask``: checked policies, None = the encoder's)."""
+    if type(record) is list or not wants(enc, record):
+        return conversation_job(enc, record, mode, cot, mask)
+    try:
+        return layout_record(enc, record, mode, cot, mask)
+    except (RecursionError, ValueError) as exc:  # a value too deep / a number too long: typed (jsonlimits)
+        reraise(exc, "the conversation")
 
 
 def wants(enc: Renders, obj: Any) -> bool:
@@ -57,10 +114,10 @@ def as_example(enc: Renders, obj: Any) -> Any:
 def layout_record(enc: Renders, obj: Any, mode: Mode, cot: Any, mask: Any) -> RenderJob:
     ex = as_example(enc, obj)
     if ex is None:  # a conversation after all (auto detection)
-        return enc._layout_conversation(obj, mode, cot, mask)
+        return conversation_job(enc, obj, mode, cot, mask)
     opts = enc.shape_options
     if isinstance(ex, dict):  # Alpaca: a plain conversation
-        return enc._layout_conversation(ex, mode, cot, mask)
+        return conversation_job(enc, ex, mode, cot, mask)
     if isinstance(ex, (PreferencePair, KtoExample)):
         kind, flag = ("preference pair", "preference") if isinstance(ex, PreferencePair) else ("KTO example", "kto")
         raise InputError(f"a {kind} renders to a prompt and completion(s), not one sequence", code="E-SHAPE-PAIR",
@@ -79,7 +136,7 @@ def layout_record(enc: Renders, obj: Any, mode: Mode, cot: Any, mask: Any) -> Re
         return text_job(enc, [*parts, (ex.completion, True, 1)], owner_eot=1)
     conv = pc_conversation(enc, ex, mode)
     try:
-        job = enc._layout_conversation(conv, mode, cot, mask)
+        job = conversation_job(enc, conv, mode, cot, mask)
     except OcmlError as exc:
         raise relocated(exc, len(conversation_parts(ex, opts)[0]), opts) from None
     if not opts.completion_only_loss and mode is not Mode.PROMPT:

@@ -35,11 +35,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from .errors import HeaderError, OcmlError, ParseError, article
-from .events import Delta, Error, Event, MessageEnd, MessageStart, new_delta
-from .grammar.terminators import start_frame_terminators
-from .grammar.headers import PLAIN, Header, HeaderStyle, parse_header, parse_header_cached
-from .messages import Message
+from ..errors import HeaderError, OcmlError, ParseError, article
+from ..events import Delta, Error, Event, MessageEnd, MessageStart, new_delta
+from ..grammar.terminators import start_frame_terminators
+from ..grammar.headers import PLAIN, Header, HeaderStyle, parse_header, parse_header_cached
+from ..messages import Message
 
 HEADER_INNER = ("<|channel|>", "<|constrain|>")
 #: the channels of OpenChatML / Harmony; a message on another channel ended by <|return|> is the answer

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..frames import FrameMachine
+    from .frames import FrameMachine
 
 LITERAL_OPEN, LITERAL_CLOSE = "<|literal|>", "<|endliteral|>"
 
