@@ -20,7 +20,7 @@ __all__ = ["hf_class", "hf_stopping_criteria"]
 
 
 def _make_criteria_class(base: type) -> type:
-    class OcmlStoppingCriteria(base):
+    class OcmlStoppingCriteria(base):  # type: ignore[misc]  # a run-time base: transformers' StoppingCriteria, or object
         """Stops a sequence when its last id is a stop id or its text ends with a stop string.
 
         With torch, ``__call__(input_ids, scores)`` takes the usual ``LongTensor``

@@ -50,7 +50,8 @@ def as_codec(enc: Any) -> Codec:
     from ..codec import Codec
 
     expect(enc, Codec, "enc", "an Encoder or a format name")
-    return enc
+    codec: Codec = enc
+    return codec
 
 
 def stop_tokens(enc: Codec | str, mode: str = "assistant") -> tuple[str, ...]:

@@ -34,7 +34,7 @@ class _Failure:
 
 
 def _make_streamer_class(base: type) -> type:
-    class OcmlStreamer(base):
+    class OcmlStreamer(base):  # type: ignore[misc]  # a run-time base: transformers' BaseStreamer, or object
         """A ``generate(streamer=...)`` streamer that reads the ids with ocml's decoder (see ``hf_streamer``)."""
 
         def __init__(self, enc: Codec, *, output: str = "chunks", role: str | None = "assistant",
