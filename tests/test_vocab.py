@@ -231,3 +231,30 @@ def test_hf_backend_to_hf_roles_and_pickle():
     assert len(tok.to_hf()) == tok.n_vocab
     clone = pickle.loads(pickle.dumps(tok))
     assert clone.default_roles == tok.default_roles and clone.encode_text("abc") == tok.encode_text("abc")
+
+
+def test_llama3_encoding_is_metas_file_at_metas_ids():
+    """The ``llama3`` encoding: Meta's tokenizer.model read from inside ``llama_models`` (sha256-pinned),
+    with Meta's 256 specials at 128000+; text encodes as Meta's own Tokenizer does."""
+    from llama_models.llama3.tokenizer import Tokenizer as MetaTokenizer
+
+    meta = MetaTokenizer.get_instance()
+    tok = vocab.load("llama3")
+    assert tok.specials == meta.special_tokens and tok.n_vocab == meta.n_words == 128256
+    for text in ("Hello, world!", " héllo\n\n  wörld 12345 ", "<|eot_id|> is text here", "日本語 🙂\r\n"):
+        assert tok.encode_text(text) == meta.encode(text, bos=False, eos=False)
+
+
+def test_package_file_hash_mismatch_names_the_package(tmp_path, monkeypatch):
+    from ocml.vocab import base
+
+    (tmp_path / "llama3").mkdir()
+    (tmp_path / "llama3" / "tokenizer.model").write_bytes(b"aGVsbG8= 0\n")
+    monkeypatch.setattr(base, "_package_dir", lambda package: tmp_path)
+    base._load_base.cache_clear()
+    try:
+        with pytest.raises(VocabError) as e:
+            base.load_base("llama3")
+        assert "82e9d319" in str(e.value) and "llama_models" in e.value.hint and e.value.code == "E-VOCAB-HASH"
+    finally:
+        base._load_base.cache_clear()
