@@ -16,7 +16,7 @@ from importlib import resources
 
 from .errors import InputTypeError, UnknownNameError, expect
 
-FORMAT_NAMES: tuple[str, ...] = ("openchatml-2.2", "openchatml-2.0", "harmony", "chatml", "apertus")
+FORMAT_NAMES: tuple[str, ...] = ("openchatml-2.2", "openchatml-2.0", "harmony", "chatml", "apertus", "llama3")
 #: the format ``Encoder()``, ``ocml pack`` and ``ocml template`` use when none is named: the specification
 #: ocml implements in full (every other format is a subset or a neighbour of it)
 DEFAULT_FORMAT = "openchatml-2.2"
@@ -27,6 +27,10 @@ ALIASES: dict[str, str] = {
     "openchatml-1.x": "openchatml-2.2",
     "openchatml-0.1": "chatml",
     "gpt-oss": "harmony",
+    "llama-3": "llama3",
+    "llama3.1": "llama3",
+    "llama3.2": "llama3",
+    "llama3.3": "llama3",
 }
 
 

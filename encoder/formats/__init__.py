@@ -16,6 +16,7 @@ _CLASSES: dict[str, tuple[str, str]] = {
     "harmony": ("harmony", "HarmonyFormat"),
     "chatml": ("chatml", "ChatML"),
     "apertus": ("apertus", "Apertus"),
+    "llama3": ("llama3", "Llama3"),
 }
 
 RENDERABLE = tuple(_CLASSES)

@@ -58,6 +58,9 @@ def _candidates() -> tuple[Candidate, ...]:
         Candidate("chatml", (("default_system", QWEN_SYSTEM),)),
         Candidate("chatml", (("bos_eos", True),)),
         Candidate("apertus", dated="encoder"),
+        Candidate("llama3"),
+        Candidate("llama3", dated="encoder", date_format="%d %b %Y"),
+        Candidate("llama3", (("system_header", False),)),
     )
 
 

@@ -46,6 +46,8 @@ PROFILES: dict[str, TemplateProfile] = {
     "chatml": TemplateProfile(header="chatml", sources=("messages.jinja", "cot.jinja", "chatml.jinja"), tool_name_required=False),
     "apertus": TemplateProfile(header="apertus", sources=("messages.jinja", "apertus.jinja"), tool_name_required=False),
     "openchatml-2.0": TemplateProfile(header="openchatml", tool_name_from_calls=True),
+    "llama3": TemplateProfile(header="llama3", sources=("messages.jinja", "cot.jinja", "../formats/llama3/template.jinja"),
+                              tool_name_required=False),
 }
 
 

@@ -228,4 +228,6 @@ _FIELDS: dict[str, Callable[[Format], dict[str, Any]]] = {
     "openchatml-2.0": _openchatml,
     "chatml": _chatml,
     "apertus": _apertus,
+    "llama3": lambda fmt: __import__("ocml.encoder.formats.llama3.response", fromlist=["response_fields"])
+    .response_fields(fmt),
 }
