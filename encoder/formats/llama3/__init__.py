@@ -201,7 +201,7 @@ class Llama3(Format):
                                                                                self.validate_bodies)
         out.append(Message(role="assistant", content=text, train=m.train, source=m.source,
                            source_field=m.source_field,
-                           structured=Llama3Frame(python_tag=builtin, eom=bool(self.builtin_tools))))
+                           structured=Llama3Frame(python_tag=builtin, eom=True) if self.builtin_tools else None))
         return j
 
     def message_flags(self, messages: Sequence[Message], policy: MaskPolicy) -> list[Flags]:
