@@ -7,9 +7,10 @@ are the conversation's framing.  ``<|python_tag|>`` inside an assistant frame is
 content as its text (``calls.read_call`` reads what follows as a built-in call or code).
 
 Stream events: an assistant frame's text is the answer (channel ``final``, visible) unless its
-first text is ``{`` or ``<|python_tag|>``: then it may be a call, and it streams hidden
-(channel ``tool``); the OpenAI view reads the call from the whole frame at its end
-(``calls.read_turn``).  Prefill (``role=``): the ids start after the generation prompt
+first text is ``{`` or ``<|python_tag|>``: then it may be a call, and it is held until the frame
+ends (or the stream does), then given as one ``Delta``: hidden (channel ``tool``) when it reads as a
+call (``calls.read_call``), else visible as the answer (a JSON answer, a call cut short).  The
+OpenAI view reads the call from the whole frame (``calls.read_turn``).  Prefill (``role=``): the ids start after the generation prompt
 (``...assistant<|end_header_id|>\\n\\n``), inside the content.
 """
 
@@ -18,9 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ...events import new_delta
 from ...frames import FrameMachine
 from ...grammar.headers import Header
-from .calls import PYTHON_TAG
+from .calls import PYTHON_TAG, read_call
 
 START, END_HEADER = "<|start_header_id|>", "<|end_header_id|>"
 FRAMING = ("<|begin_of_text|>", "<|end_of_text|>")
@@ -39,6 +41,7 @@ class Llama3Machine(FrameMachine):
         self.roles = roles
         self._lead = 0            # layout newlines still to drop at the content's start
         self._open_answer = False  # an assistant frame whose kind (answer / call) is not known yet
+        self._hold = False         # its text may be a call: held until the frame ends
         if role is not None:
             self._start(Header(role=role), 0)
             self._lead = 0
@@ -50,8 +53,13 @@ class Llama3Machine(FrameMachine):
         self.lean = False  # content text goes through text() until the layout and the kind are known
 
     def _settled(self) -> None:
-        if not self._lead and not self._open_answer:
+        if not self._lead and not self._open_answer and not self._hold:
             self.lean = True
+
+    def _held(self) -> None:
+        self._open_answer = False
+        self._hold = True
+        self.channel, self.visible = CALL_CHANNEL, False
 
     def text(self, s: str, position: int) -> None:
         if self.state == "content" and s:
@@ -65,10 +73,13 @@ class Llama3Machine(FrameMachine):
                 if not s:
                     return
             if self._open_answer and not s.isspace():
-                self._open_answer = False
                 if s.lstrip().startswith("{"):
-                    self.channel, self.visible = CALL_CHANNEL, False
+                    self._held()
+                self._open_answer = False
                 self._settled()
+            if self._hold:
+                self._content.append(s)
+                return
         super().text(s, position)
 
     def control(self, name: str, position: int) -> None:
@@ -78,10 +89,9 @@ class Llama3Machine(FrameMachine):
                 self._flush_skipped()
             self._lead = 0
             if self._open_answer:
-                self._open_answer = False
-                self.channel, self.visible = CALL_CHANNEL, False
+                self._held()
             self._settled()
-            super().text(name, position)
+            self.text(name, position)
             return
         super().control(name, position)
 
@@ -104,6 +114,12 @@ class Llama3Machine(FrameMachine):
             self.error("E-PARSE-STRAY-CONTROL", f"{name} inside a header", position)
 
     def close(self, reason: str, position: int) -> None:
+        if self._hold:
+            self._hold = False
+            text = "".join(self._content)
+            if self._emit is not None and text:
+                call = read_call(text) is not None
+                self._emit(new_delta(text, CALL_CHANNEL if call else "final", not call))
         self._lead = 0
         self._open_answer = False
         self.lean = True
