@@ -18,7 +18,6 @@ from test_chatml import cached_encoder, check_stream
 from test_llama3_parity import arguments_as_text, conversation
 from test_openai_chunks import after
 
-pytest.importorskip("llama_models")
 TOKENIZERS = [None, "o200k_base"]  # registered (Meta's ids), fallback (controls spelled as text)
 TOK_IDS = ["registered", "fallback"]
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "d",

@@ -21,7 +21,6 @@ import pytest
 
 from ocml import encoder, vocab
 
-pytest.importorskip("llama_models")
 trl = pytest.importorskip("trl")
 from llama_models.datatypes import RawMessage, StopReason  # noqa: E402
 from llama_models.llama3.chat_format import ChatFormat  # noqa: E402
