@@ -258,3 +258,15 @@ def test_package_file_hash_mismatch_names_the_package(tmp_path, monkeypatch):
         assert "82e9d319" in str(e.value) and "llama_models" in e.value.hint and e.value.code == "E-VOCAB-HASH"
     finally:
         base._load_base.cache_clear()
+
+
+def test_an_encodings_roles_are_its_end_of_text_and_hf_roles():
+    """``encodings.json`` ``roles``: Llama 3's eos is ``<|end_of_text|>`` (no ``<|endoftext|>``), so text
+    records end with it and ``to_hf`` declares Meta's bos / eos / pad."""
+    from ocml.encoder.inputs.text import end_of_text_id
+
+    tok = vocab.load("llama3")
+    assert end_of_text_id(tok) == 128001
+    hf = tok.to_hf()
+    assert (hf.bos_token, hf.eos_token, hf.pad_token) == ("<|begin_of_text|>", "<|end_of_text|>",
+                                                          "<|finetune_right_pad_id|>")

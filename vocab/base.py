@@ -19,7 +19,7 @@ import importlib.util
 import json
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -36,6 +36,9 @@ class BaseVocab:
     pat_str: str
     specials: dict[str, int]
     sha256: str
+    #: the encoding's own role tokens (``bos_token``, ``eos_token``, ``pad_token``), where its
+    #: ``encodings.json`` entry names them (``llama3``: Meta's); ``to_hf`` and the end-of-text rule use them
+    roles: dict[str, str] = field(default_factory=dict)
 
     @property
     def n_ranks(self) -> int:
@@ -123,7 +126,7 @@ def _load_base(name_or_path: str) -> BaseVocab:
         entry = table[name_or_path]
         data = _read_official(name_or_path, entry)
         return BaseVocab(name_or_path, parse_tiktoken_bytes(data, name_or_path), entry["pat_str"],
-                         dict(entry["specials"]), entry["sha256"])
+                         dict(entry["specials"]), entry["sha256"], dict(entry.get("roles", {})))
     path = Path(name_or_path)
     if path.suffix in (".tiktoken", ".gz") or path.is_file():
         if not path.is_file():
