@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar
 from ...errors import CallSchemaError, HeaderError, InputError, UnrepresentableError
 from ...grammar.headers import Header
 from ...grammar.roles import RoleGrammar
-from ...messages import Conversation, CotPolicy, Message
+from ...messages import Conversation, Message
 from ...pieces import CTL, TXT, MessagePlan, Piece
 from ..base import Format, PlanContext
 from .calls import PYTHON_TAG, Llama3Frame, builtin_call_text, call_text, read_turn
@@ -114,9 +114,6 @@ class Llama3(Format):
         if policy.channels is not None:
             return "a Llama 3 frame has no channels: masks by channel cannot apply (roles and last_turn_only can)"
         return None
-
-    def cot_policies(self) -> tuple[CotPolicy, ...]:
-        return (CotPolicy.DEFAULT,)  # no reasoning is ever written (E-INPUT-REASONING)
 
     # -- conversation level ------------------------------------------------------------------
     def system_text(self, tools: Sequence[Mapping[str, Any]] | None, text: str) -> str:
