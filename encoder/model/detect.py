@@ -34,6 +34,8 @@ class Candidate:
     format: str
     options: tuple[tuple[str, Any], ...] = ()
     dated: str | None = None   # None, "encoder" (Encoder(date=)) or "conversation" ({"date": ...})
+    #: how the format writes the date (``strftime``; Llama 3.2's template: ``%d %b %Y``)
+    date_format: str = "%Y-%m-%d"
 
     @property
     def label(self) -> str:
@@ -43,8 +45,12 @@ class Candidate:
     def encoder_options(self, today: str | None) -> dict[str, Any]:
         opts = dict(self.options)
         if self.dated == "encoder" and today is not None:
-            opts["date"] = today
+            opts["date"] = self.date_text(today)
         return opts
+
+    def date_text(self, today: str) -> str:
+        """``today`` (ISO) as this format writes it."""
+        return datetime.date.fromisoformat(today).strftime(self.date_format)
 
 
 def _candidates() -> tuple[Candidate, ...]:
@@ -183,7 +189,7 @@ def _compare(folder: ModelFolder, cand: Candidate, probes: list[dict[str, Any]],
         if probe.get("tools"):
             conv["tools"] = tools
         if cand.dated == "conversation":
-            conv["date"] = today
+            conv["date"] = cand.date_text(today)
         try:
             got = enc.render(conv, mode="prompt" if probe["generation_prompt"] else "train").ids.tolist()
         except OcmlError as exc:
