@@ -72,6 +72,9 @@ class Llama3(Format):
     transcript_joiner: ClassVar[str] = ""
     #: the OpenAI view reads an assistant frame as a turn (``turn_of``: its answer or its call)
     turn_blocks: ClassVar[bool] = True
+    #: the CoT policy applies before ``normalize`` (``cot="drop-all"`` leaves reasoning out; any
+    #: reasoning kept is ``E-INPUT-REASONING``: Llama 3 has no place for it)
+    inline_reasoning = True
 
     def __init__(self, tokenizer, *, validate_bodies: bool = True, system_header: bool = True,
                  date: str = DEFAULT_DATE, knowledge_cutoff: str = DEFAULT_CUTOFF,

@@ -2,7 +2,7 @@
 
 Written as the HF templates write them (trl ``llama3_1.jinja`` / ``llama3_2.jinja``): a custom
 tool's call is the whole assistant frame ``{"name": "NAME", "parameters": ARGS}`` (ARGS the
-arguments' JSON as ``tojson`` writes it: ``", "`` / ``": "`` separators, non-ASCII kept); a
+arguments' JSON text as given; the templates' ``tojson`` writes dict arguments so); a
 built-in tool's call (the ``builtin_tools`` option) is ``<|python_tag|>NAME.call(k="v", ...)``,
 its frame ended by ``<|eom_id|>``.
 
@@ -58,7 +58,7 @@ def call_text(name: str, arguments: str, index: int, validate: bool) -> str:
                               index=index, field="name", hint="use a tool name of letters, digits, '_', '-' or '.'")
     if validate:
         check_json(arguments, index=index, what="tool-call arguments")
-    return '{"name": "' + name + '", "parameters": ' + json.dumps(json.loads(arguments), ensure_ascii=False) + "}"
+    return '{"name": "' + name + '", "parameters": ' + arguments + "}"
 
 
 def builtin_call_text(name: str, arguments: str, index: int) -> str:
