@@ -70,7 +70,8 @@ def arguments_as_text(msgs: list[dict]) -> list[dict]:
     for m in msgs:
         if "tool_calls" in m:
             m = {**m, "tool_calls": [{**c, "function": {**c["function"],
-                                                         "arguments": json.dumps(c["function"]["arguments"])}}
+                                                         "arguments": json.dumps(c["function"]["arguments"],
+                                                                                 ensure_ascii=False)}}
                                      for c in m["tool_calls"]]}
         out.append(m)
     return out
