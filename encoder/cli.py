@@ -290,7 +290,7 @@ def _pack_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seq-len", type=int, default=None, metavar="N", help="row length in tokens (required unless "
                    "--no-pack)")
     p.add_argument("--format", default=None, choices=_formats(),
-                   help="chat format (default openchatml-2.2, or detected from --model; with --model, the given "
+                   help=f"chat format (default {DEFAULT_FORMAT}, or detected from --model; with --model, the given "
                         "format is compared with the model's template and a mismatch is a warning)")
     p.add_argument("--tokenizer", default=None, metavar="NAME",
                    help=f"{', '.join(vocab.encoding_names())}, a .tiktoken path, or an HF tokenizer folder / "

@@ -151,7 +151,7 @@ def _tokenizer(args: argparse.Namespace, manifest: dict[str, Any]) -> Any:
     fmt = getattr(args, "format", None)
     tok = getattr(args, "tokenizer", None)
     if fmt is not None or tok is not None:
-        return Encoder(fmt or manifest.get("format") or "openchatml-2.2", tok).tokenizer
+        return Encoder(fmt or manifest.get("format") or vocab.DEFAULT_FORMAT, tok).tokenizer
     info = manifest.get("tokenizer") or {}
     name = info.get("name")
     if name is None:
@@ -159,7 +159,7 @@ def _tokenizer(args: argparse.Namespace, manifest: dict[str, Any]) -> Any:
                          hint="pass --format (and --tokenizer) the shards were packed with")
     base, *registered = name.split("+") if not Path(name).exists() else (name,)
     loaded = vocab.load(base, register=registered or None) if not Path(base).is_dir() else \
-        Encoder(manifest.get("format") or "openchatml-2.2", base).tokenizer
+        Encoder(manifest.get("format") or vocab.DEFAULT_FORMAT, base).tokenizer
     if info.get("vocab_hash") not in (None, loaded.fingerprint):
         raise InputError(f"tokenizer {name} here is not the one the shards were packed with (vocab hash differs)",
                          code="E-USAGE", field="--tokenizer", hint="pass --tokenizer with the packing tokenizer")

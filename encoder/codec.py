@@ -1,7 +1,7 @@
 """``Codec``: one format + one tokenizer and the tables derived from them.
 
 The features (``parse``, ``transcript``, ``interchange``, ``openai_message``, ``openai_chunks``,
-``stops``, ``stream``, ``template``, ``formats.chatml_fim``...) take a ``Codec`` - or, the few
+``stops``, ``stream``, ``template``, ``formats.chatml.fim``...) take a ``Codec`` - or, the few
 that render, the ``Renders`` protocol - instead of the ``Encoder`` facade, and call each other
 by importing each other's modules.  This module imports no feature (only the lexicon, the
 lexical classes every reader shares), and ``Encoder`` (which

@@ -38,7 +38,7 @@ from .render import Renderer, RenderJob, RenderResult
 if TYPE_CHECKING:  # the return types of the features imported where they are called
     from pathlib import Path
 
-    from .formats.chatml_fim import FimDocument, FimOrderName
+    from .formats.chatml.fim import FimDocument, FimOrderName
     from .openai_chunks import Chunker
     from .openai_message import ChatChoice
     from .parse import ParseErrors, ParseResult
@@ -164,7 +164,7 @@ class Encoder(Codec):
         except (RecursionError, ValueError) as exc:  # a value too deep / a number too long: typed (jsonlimits)
             reraise(exc, "the conversation")
         policy = self.cot if cot is None else self._cot(cot)
-        if self.format.inline_reasoning:  # reasoning joins its answer's frame: the CoT policy applies first
+        if self.format.turns.inline_reasoning:  # reasoning joins its answer's frame: the CoT policy applies first
             pre = cot_dropped(given.messages, policy)
             if pre:
                 given = Conversation(tuple(m for k, m in enumerate(given.messages) if k not in pre), given.options,
@@ -329,7 +329,7 @@ class Encoder(Codec):
 
     def render_fim(self, prefix: str, suffix: str, middle: str | None = None, *, order: FimOrderName = "psm",
                    files: Sequence[Any] = (), path: str | None = None, end: str | None = "</s>") -> RenderResult:
-        """A fill-in-the-middle document (``chatml``; ``ocml.encoder.formats.chatml_fim``).
+        """A fill-in-the-middle document (``chatml``; ``ocml.encoder.formats.chatml.fim``).
 
         ``order``: ``psm`` | ``spm`` | ``sp`` | ``openchatml`` (the spec's layout, storage only);
         ``middle`` None = the prompt (ends where the model starts the middle), else a training
@@ -345,7 +345,7 @@ class Encoder(Codec):
     def parse_fim(self, ids: Sequence[int] | np.ndarray, *, prefix: str | None = None) -> FimDocument:
         """ids of a fill-in-the-middle document -> ``FimDocument`` (``chatml``).  In the ``spm`` /
         ``sp`` orders the prefix and the middle are one text run: pass the known ``prefix`` to split it."""
-        from .formats.chatml_fim import parse_fim
+        from .formats.chatml.fim import parse_fim
 
         return parse_fim(self, ids, prefix=prefix)
 

@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping
 from .errors import HeaderError, OcmlError, ParseError
 from .events import Delta, Error, Event, MessageEnd, MessageStart, new_delta
 from .grammar.terminators import start_frame_terminators
-from .grammar.headers import Header, parse_header, parse_header_cached
+from .grammar.headers import PLAIN, Header, HeaderStyle, parse_header, parse_header_cached
 from .messages import Message
 
 HEADER_INNER = ("<|channel|>", "<|constrain|>")
@@ -84,10 +84,10 @@ class FrameMachine:
     def plain_table(self, fast_text: list) -> list:
         return fast_text
 
-    def __init__(self, *, harmony: bool, strict: bool = False, role: str | None = None,
+    def __init__(self, *, header: HeaderStyle = PLAIN, strict: bool = False, role: str | None = None,
                  emit: Callable[[Event], None] | None = None, markers: frozenset[str] = frozenset(),
                  terminators: Mapping[str, str] | None = None) -> None:
-        self.harmony = harmony
+        self.header = header
         # a plain dict of its own: looked up at every control (the shared tables are read-only views)
         self.terminators: dict[str, str] = dict(start_frame_terminators() if terminators is None else terminators)
         self.strict = strict
@@ -335,7 +335,7 @@ class FrameMachine:
         hd = self._header
         text = hd[0] if len(hd) == 1 else "".join(hd)
         try:
-            h = parse_header_cached(text, self.harmony, self._prefill, position)
+            h = parse_header_cached(text, self.header, self._prefill, position)
         except HeaderError as exc:
             if self.strict:
                 raise
@@ -382,7 +382,7 @@ class FrameMachine:
             h = Header(role=role, channel=channel) if text else None  # nothing at all: no message
         elif first:  # a later message: its first word is the role
             try:
-                r = parse_header(first, harmony=self.harmony, position=position)
+                r = parse_header(first, style=self.header, position=position)
             except OcmlError:
                 pass
             else:

@@ -53,7 +53,7 @@ class Message:
     constrain: str | None = None      # type after <|constrain|> (e.g. "json")
     # Several text items (openai-harmony renders each on its own); joined == content.
     parts: tuple[str, ...] | None = None
-    # Harmony structured system/developer content (harmony_sections dataclasses).
+    # Harmony structured system/developer content (harmony.sections dataclasses).
     structured: Any = None
     # Per-message training override (None = follow the mask policy).
     train: bool | None = None

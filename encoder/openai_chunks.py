@@ -26,12 +26,12 @@ deltas concatenated as OpenAI clients do - equals ``enc.to_openai(ids)`` (messag
 finish reason, tool call ids included) however the ids are chunked, and no delta holds
 control text: deltas are cut from the decoder's message content, never from raw text.
 Several answer (or reasoning) messages are joined with ``"\\n"``, as ``to_openai`` joins them.
-A turn of blocks (``Format.turn_blocks``: Apertus, ChatML) streams its thoughts and response
+A turn of blocks (``TurnShape.blocks``: Apertus, ChatML) streams its thoughts and response
 text as ``reasoning_content`` / ``content`` deltas, and each call whole (``id``, name and
 arguments in one delta) when the turn ends: an Apertus call list is readable only at its
 ``<|tools_suffix|>``, where a completion stops; a ChatML turn's calls come right before its
 ``<|im_end|>`` (the markup of a ChatML turn - ``<think>``, ``<tool_call>``, layout newlines -
-never reaches a delta, ``ocml.encoder.formats.chatml_turns``).
+never reaches a delta, ``ocml.encoder.formats.chatml.turns``).
 With ``prefill=`` (``render(..., mode="continue")``) the deltas carry only the
 continuation; ``decoder.to_openai()`` has the whole message (``ocml.encoder.prefill``).
 """
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Chunker", "accumulate"]
 
-BLOCKS = "blocks"  # the open message is a turn of blocks (``Format.turn_blocks``)
+BLOCKS = "blocks"  # the open message is a turn of blocks (``TurnShape.blocks``)
 HELD = "held"  # the open message is held (``frames.held``): sent whole at its end
 #: Delta channel of a block's text -> the OpenAI field it feeds (other blocks: calls, outputs,
 #: ChatML markup); ChatML's answer text has no channel
@@ -100,7 +100,7 @@ class Chunker:
         self.include_usage = include_usage
         self.prompt_tokens = prompt_tokens
         self.call_id_seed = call_id_seed
-        self._blocks = enc.format.turn_blocks
+        self._blocks = enc.format.turns.blocks
         self._turn = enc.format.turn_of  # a message as the OpenAI view reads it (ChatML turns)
         self._role = self.decoder.role
         #: the request's tool names (``tools=``): each call is checked when it is complete
@@ -202,7 +202,7 @@ class Chunker:
                                  usage_of=usage(self.prompt_tokens or 0, self.completion_tokens)))
         return out
 
-    # A turn of blocks (``Format.turn_blocks``: Apertus): thoughts and response text stream as
+    # A turn of blocks (``TurnShape.blocks``: Apertus): thoughts and response text stream as
     # reasoning / content deltas, a new part at each change of block (as ``openai_parts`` cuts
     # them); the calls are sent whole when the turn ends, from its parsed blocks (the call list
     # is only readable at its ``<|tools_suffix|>``, which ends the turn in a completion).

@@ -47,7 +47,7 @@ the model's: reported below).  Empty text blocks give nothing; the turn's end re
 last part's, so a turn that stopped on ``<|tools_suffix|>`` after a call gives ``tool_calls``.
 
 A ChatML assistant frame is read as a turn too (``Format.turn_of``, ``read_turns``;
-``ocml.encoder.formats.chatml_turns``): a leading ``<think>`` block (``reasoning="think"``) is
+``ocml.encoder.formats.chatml.turns``): a leading ``<think>`` block (``reasoning="think"``) is
 ``reasoning_content``, each ``<tool_call>{"name": N, "arguments": A}</tool_call>`` a call
 (``arguments`` the object's text verbatim when laid out as ocml renders it), the rest
 ``content``; a call that cannot be read stays in ``content`` and is reported

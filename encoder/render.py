@@ -177,10 +177,10 @@ class Renderer:
         job = RenderJob(conv, dropped, open_last)
         items, train, owner = job.items, job.train, job.owner
         headers = self._headers
-        merge = fmt.merge_text_runs
+        merge = fmt.text_layout.whole_runs
         ctl = self.control_item if merge else self.control_ids
-        after = self.pieces_items(fmt.after_message) if merge else (
-            (self.pieces_ids(fmt.after_message),) if fmt.after_message else ())
+        after = self.pieces_items(fmt.text_layout.after_message) if merge else (
+            (self.pieces_ids(fmt.text_layout.after_message),) if fmt.text_layout.after_message else ())
         ctx: PlanContext | None = None
         last = keep[-1] if keep else -1
         # prompt mode: the format may leave the last message open for the model to continue
@@ -290,7 +290,7 @@ class Renderer:
     def layout_pieces(self, entries: Sequence[tuple[Piece, bool, int]], conv: Conversation) -> RenderJob:
         """Pieces with their own (trained, owner) flags as one job (fill-in-the-middle documents)."""
         job = RenderJob(conv, ())
-        merge = self.format.merge_text_runs
+        merge = self.format.text_layout.whole_runs
         for (kind, val), t, o in entries:
             if kind == CTL:
                 job.items.append(self.control_item(val) if merge else self.control_ids(val))
@@ -306,7 +306,7 @@ class Renderer:
 
     def assemble(self, jobs: Sequence[RenderJob]) -> list[RenderResult]:
         """Encode the text of ``jobs`` and cut one set of arrays into per-job results."""
-        if self.format.merge_text_runs:  # whole runs: encoded here, cut by the straddling rule
+        if self.format.text_layout.whole_runs:  # whole runs: encoded here, cut by the straddling rule
             for job in jobs:
                 job.items, job.train, job.owner = expand_runs(job.items, job.train, job.owner, self.text.encode,
                                                               self.byte_len, self.byte_len_list)

@@ -1,4 +1,4 @@
-"""Whole-run encoding: a renderer capability a format opts into (``Format.merge_text_runs``).
+"""Whole-run encoding: a renderer capability a format opts into (``TextLayout.whole_runs``).
 
 Models trained on a chat template's text tokenized as a whole saw BPE merge across
 places where the template puts text right after text (ChatML's ``assistant\\n`` before

@@ -1,6 +1,6 @@
 """What a sampler stops on, for each format and tokenizer.
 
-The stop controls are data (``stops`` in ``vocab/data/tokens/<format>.json``), so every
+The stop controls are data (``stops`` in ``encoder/formats/<pkg>/<format>.tokens.json``), so every
 format has them, renderable or not.  In Harmony / OpenChatML an assistant turn ends at
 ``<|return|>`` (final answer) or ``<|call|>`` (tool call); ``<|end|>`` ends a *message*
 but generation goes on (analysis -> final), so it is not a stop in the default
@@ -58,7 +58,7 @@ def _encoder(enc: Any) -> Codec:
 def stop_tokens(enc: Codec | str, mode: str = "assistant") -> tuple[str, ...]:
     """The stop controls of a format (an ``Encoder`` or a format name) for ``mode``.
 
-    Data, not code: ``stops`` in ``vocab/data/tokens/<format>.json`` (the tables:
+    Data, not code: ``stops`` in ``encoder/formats/<pkg>/<format>.tokens.json`` (the tables:
     ``ocml.encoder.grammar.terminators``).  ``"assistant"``
     ends the model's turn (Harmony / OpenChatML: ``<|return|>``, ``<|call|>``; ChatML:
     ``<|im_end|>``; Apertus: ``<|assistant_end|>``, ``<|tools_suffix|>``); ``"all"`` adds

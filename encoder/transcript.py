@@ -69,7 +69,7 @@ def to_text(enc: Renders, conversation: Any, *, mode: Mode, cot: CotPolicy | str
     # the same layout as the renderer's: framing, terminators, pieces after each message,
     # a last message the model continues in prompt mode (see ``Renderer.layout``)
     cont = mode is Mode.CONTINUE or (mode is Mode.PROMPT and bool(msgs) and fmt.prompt_continues(msgs[-1]))
-    after = "".join(v for _, v in fmt.after_message)
+    after = "".join(v for _, v in fmt.text_layout.after_message)
     prefix, suffix = fmt.frame_pieces(conv)
     for j, m in enumerate(msgs):
         last = j == len(msgs) - 1
@@ -79,13 +79,13 @@ def to_text(enc: Renders, conversation: Any, *, mode: Mode, cot: CotPolicy | str
                       + ("" if cont and last else after))
     if mode is Mode.PROMPT and not cont:
         frames.append("".join(v for _, v in fmt.generation_prompt()))
-    body = fmt.transcript_joiner.join(frames)
+    body = fmt.transcript.joiner.join(frames)
     bare = mode in (Mode.PROMPT, Mode.CONTINUE)  # the model writes next: no closing framing
     if prefix or (suffix and not bare):
         body = "".join(v for _, v in prefix) + body + ("" if bare else "".join(v for _, v in suffix))
-    if not header or enc.format.transcript_version is None:
+    if not header or enc.format.transcript.version is None:
         return body
-    meta: dict[str, Any] = {"version": enc.format.transcript_version}
+    meta: dict[str, Any] = {"version": enc.format.transcript.version}
     settings: dict[str, Any] = {}
     if conv.options.reasoning_effort:
         settings["reasoning_effort"] = conv.options.reasoning_effort
@@ -121,7 +121,7 @@ def parse_text(enc: Codec, text: str, *, strict: bool = False) -> Conversation:
     if not isinstance(text, str):
         raise InputError("parse_text() takes a str", field="text")
     check_text(text, index=None, field="text")  # the input policy: lone surrogates are refused, typed
-    meta, body = _split_header(text) if enc.format.transcript_version is not None else ({}, text)
+    meta, body = _split_header(text) if enc.format.transcript.version is not None else ({}, text)
     version = str(meta.get("version", "")) if meta else ""
     if version and not (version.startswith("2") or version.startswith("1")):
         raise ParseError(f"transcript version {version} is not 1.x or 2.x", code="E-PARSE-DOCUMENT-HEADER",

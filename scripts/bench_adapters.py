@@ -24,7 +24,7 @@ import sys, time, json
 sys.path[:0] = [ROOT + "/scripts", ROOT + "/tests"]  # ocml itself: installed
 from bench_render import agentic
 from ocml.encoder.adapters import to_conversation
-from ocml.encoder.formats.harmony import HarmonyFormat
+from ocml.encoder.formats.harmony.format import HarmonyFormat
 style = HarmonyFormat.chat_style
 from ocml import encoder
 assert encoder.__file__.startswith(ROOT), encoder.__file__

@@ -147,7 +147,7 @@ def _compute(cell: Cell) -> dict[str, Any]:
         out["to_text_error"] = exc.code
     out["trained_text"] = [dec(r.ids[a:b].tolist()) for a, b in r.spans()]
     if enc.format.name == "apertus" and c["mode"] == "history":
-        from ocml.encoder.formats.apertus import to_apertus
+        from ocml.encoder.formats.apertus.format import to_apertus
 
         out["apertus"] = to_apertus(enc.parse(r.ids, strict=True))[2:]  # the blocks, after system/developer
     return out

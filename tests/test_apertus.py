@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from ocml import encoder
 from ocml.encoder.errors import BodyConstraintError, CallSchemaError, InputError, UnrepresentableError
 from ocml.encoder.events import Delta, MessageEnd, Stop
-from ocml.encoder.formats.apertus import to_apertus
-from ocml.encoder.formats.apertus_blocks import OUTPUT_SEPARATOR, BracketScan, Turn, split_outputs
+from ocml.encoder.formats.apertus.format import to_apertus
+from ocml.encoder.formats.apertus.blocks import OUTPUT_SEPARATOR, BracketScan, Turn, split_outputs
 from test_chatml import cached_encoder, check_stream, merge
 
 CONTROLS = {"<|system_start|>", "<|system_end|>", "<|developer_start|>", "<|developer_end|>", "<|user_start|>",

@@ -22,7 +22,7 @@ from ocml import encoder
 from ocml import vocab
 from ocml.encoder.errors import HeaderError, InputError, InputTypeError, OcmlError, UnknownNameError, UnrepresentableError
 from ocml.encoder.events import Delta, MessageEnd, MessageStart, Stop
-from ocml.encoder.formats.chatml import tool_calls_of
+from ocml.encoder.formats.chatml.format import tool_calls_of
 
 CONTROLS = ("<s>", "</s>", "<|im_start|>", "<|im_end|>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>",
             "<|file_separator|>")

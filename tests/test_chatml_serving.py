@@ -3,7 +3,7 @@
 and the response template (transformers' ``parse_response``), registered controls and
 fallback (``<|im_end|>`` spelled as text).
 
-A ChatML assistant frame is read as a turn (``ocml.encoder.formats.chatml_turns``): a leading
+A ChatML assistant frame is read as a turn (``ocml.encoder.formats.chatml.turns``): a leading
 ``<think>`` block is ``reasoning_content`` when the encoder thinks (``reasoning="think"``),
 each ``<tool_call>{"name": N, "arguments": A}</tool_call>`` a call, the rest ``content``;
 ``finish_reason`` is ``tool_calls`` when the turn ends with calls.  A call that cannot be read
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from ocml import encoder, vocab
 from ocml.encoder.errors import OcmlError, ParseError
 from ocml.encoder.openai_chunks import accumulate
-from ocml.encoder.formats.chatml_turns import CALL_CLOSE, CALL_OPEN, THINK_CLOSE
+from ocml.encoder.formats.chatml.turns import CALL_CLOSE, CALL_OPEN, THINK_CLOSE
 
 from shared_data import shared
 from test_openai_chunks import after

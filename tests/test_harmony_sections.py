@@ -2,7 +2,7 @@
 
 Every case renders the same content with openai-harmony (``enc.render`` of a
 single message, decoded back to text) and with
-``ocml.encoder.formats.harmony_sections``, and compares the text between
+``ocml.encoder.formats.harmony.sections``, and compares the text between
 ``<|message|>`` and ``<|end|>`` byte for byte.
 """
 
@@ -25,10 +25,10 @@ import pytest
 
 oh = pytest.importorskip("openai_harmony")
 
-from ocml.encoder.formats import harmony_content as hc  # noqa: E402
-from ocml.encoder.formats import harmony_sections as hs  # noqa: E402
-from ocml.encoder.formats.harmony_schema import json_schema_to_typescript  # noqa: E402
-from ocml.encoder.formats.rust_text import json_value_text, rust_lines  # noqa: E402
+from ocml.encoder.formats.harmony import content as hc  # noqa: E402
+from ocml.encoder.formats.harmony import sections as hs  # noqa: E402
+from ocml.encoder.formats.harmony.schema import json_schema_to_typescript  # noqa: E402
+from ocml.encoder.formats.harmony.rust_text import json_value_text, rust_lines  # noqa: E402
 from ocml.vocab.errors import DependencyError, InputError, UnknownNameError  # noqa: E402
 
 

@@ -31,8 +31,8 @@ from hypothesis import strategies as st
 from ocml import encoder
 from ocml import vocab
 from ocml.encoder.errors import OcmlError
-from ocml.encoder.formats.harmony_content import DeveloperContent, SystemContent
-from ocml.encoder.formats.harmony_sections import developer_text, system_text
+from ocml.encoder.formats.harmony.content import DeveloperContent, SystemContent
+from ocml.encoder.formats.harmony.sections import developer_text, system_text
 
 FORMATS = ["openchatml-2.2", "openchatml-2.0", "harmony", "chatml", "apertus"]
 KINDS = ["registered", "fallback", "hf"]

@@ -1,5 +1,5 @@
 """No code decides behaviour by comparing a format's name: a format declares what it does
-(``Format`` attributes such as ``harmony_headers``, ``transcript_version``, ``final_by_channel_word``;
+(``Format`` attributes and strategies such as ``header_style``, ``transcript``;
 its token data for stops and terminators), and generic code reads that.
 
 Per-format tables keyed by name (the format registry, template profiles) are fine: they are

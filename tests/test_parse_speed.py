@@ -106,7 +106,7 @@ class RefParser:
         return literal, False
 
     def parse(self, ids, role=None, strict=False):
-        fm = FrameMachine(harmony=self.enc.format_name == "harmony", strict=strict, role=role, markers=self.markers)
+        fm = FrameMachine(header=self.enc.format.header_style, strict=strict, role=role, markers=self.markers)
         ids = np.asarray(ids, dtype=np.int64).tolist()
         literal = False
         run: list[bytes] = []
@@ -301,8 +301,8 @@ def test_gather_path_when_controls_are_not_at_the_top_of_the_vocabulary():
         rng = random.Random(5)
         for _ in range(60):
             ids = frame_ids(enc, rng)
-            fm1 = FrameMachine(harmony=name == "harmony", markers=p.markers)
-            fm2 = FrameMachine(harmony=name == "harmony", markers=p.markers)
+            fm1 = FrameMachine(header=enc.format.header_style, markers=p.markers)
+            fm2 = FrameMachine(header=enc.format.header_style, markers=p.markers)
             p.feed_atoms(ids, fm1)
             q.feed_atoms(ids, fm2)
             assert (fm1.messages, fm1.ends, fm1.errors) == (fm2.messages, fm2.ends, fm2.errors)

@@ -11,7 +11,7 @@ import pytest
 
 import ocml
 from ocml import encoder, vocab
-from ocml.encoder.formats.chatml_fim import FimOrder, FimOrderName
+from ocml.encoder.formats.chatml.fim import FimOrder, FimOrderName
 from ocml.encoder.grammar.terminators import StopMode, terminators_of
 from ocml.encoder.masks import NAMED_MASKS, MaskName
 from ocml.encoder.messages import CotName, CotPolicy, Mode, ModeName

@@ -103,7 +103,7 @@ def test_rest_of_a_stop_token_is_past_the_stop():
 @pytest.mark.parametrize("fmt", ["openchatml-2.2", "openchatml-2.0", "harmony", "chatml", "apertus"])
 def test_stream_stops_are_the_data_stops(fmt):
     """The controls the stream stops at for an assistant turn are the data's
-    (``stops.assistant`` in ``vocab/data/tokens/<format>.json``), which ``enc.stop_ids()`` /
+    (``stops.assistant`` in ``encoder/formats/<pkg>/<format>.tokens.json``), which ``enc.stop_ids()`` /
     ``stop_strings()`` give the sampler: decoder and sampler stop at the same tokens."""
     enc = A.encoder_for(fmt, "registered")
     assert set(enc.decoder(role="assistant").stop_controls) == set(A.vocab.control_table(fmt).stops["assistant"])

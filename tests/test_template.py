@@ -386,7 +386,7 @@ def test_fallback_mode_has_no_template():
 
 def test_every_renderable_format_has_a_template_and_others_say_so():
     from ocml.encoder.formats import RENDERABLE
-    from ocml.encoder.formats.apertus import Apertus
+    from ocml.encoder.formats.apertus.format import Apertus
     from ocml.encoder.template.profiles import PROFILES, profile_for
 
     assert set(PROFILES) == set(RENDERABLE) == set(FORMATS)

@@ -50,7 +50,7 @@ def test_continue_is_train_left_open(fmt, tok):
         assert cont.open_last and not train.open_last
         n = len(cont.ids)
         assert n < len(train.ids)
-        if not enc.format.merge_text_runs or not enc.fallback_controls:
+        if not enc.format.text_layout.whole_runs or not enc.fallback_controls:
             assert train.ids[:n].tolist() == cont.ids.tolist()
         assert train.mask[:n].tolist() == cont.mask.tolist()
         text = enc.tokenizer.decode_bytes(cont.ids.tolist())

@@ -1,6 +1,6 @@
 """The stop and terminator tables (``ocml.encoder.grammar.terminators``) are the token data's.
 
-Part 1 reads ``vocab/data/tokens/<format>.json`` itself and checks every derived table, for
+Part 1 reads ``encoder/formats/<pkg>/<format>.tokens.json`` itself and checks every derived table, for
 every format and variant (stop mode, stream role, format options, fallback tokenizer).
 Part 2 checks that render, parse, the stream decoder and ``to_openai`` agree with the table
 for a conversation or completion ending in each stop / end control.
@@ -35,8 +35,9 @@ CALL_OPTIONS: dict[str, dict] = {"llama3": {"builtin_tools": ["get_weather"]}}
 
 
 def data(name: str) -> dict:
-    """The data file, read here without the library's reader."""
-    path = resources.files("ocml.vocab").joinpath("data", "tokens", f"{name}.json")
+    """The data file (in its format folder), read here without the library's reader."""
+    folders = resources.files("ocml.encoder.formats").iterdir()
+    [path] = [f.joinpath(f"{name}.tokens.json") for f in folders if f.joinpath(f"{name}.tokens.json").is_file()]
     return json.loads(path.read_text("utf-8"))
 
 
@@ -103,7 +104,7 @@ def test_the_start_formats_share_one_terminator_table():
         assert dict(start_frame_terminators()) == data(n)["end_reasons"]
     from ocml.encoder.frames import FrameMachine
 
-    assert dict(FrameMachine(harmony=False).terminators) == data("openchatml-2.2")["end_reasons"]
+    assert dict(FrameMachine().terminators) == data("openchatml-2.2")["end_reasons"]
 
 
 @pytest.mark.parametrize("name", RENDERABLE)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing_extensions import assert_type
 
 import ocml
-from ocml.encoder.formats.chatml_fim import FimDocument
+from ocml.encoder.formats.chatml.fim import FimDocument
 from ocml.encoder.openai_chunks import Chunker
 from ocml.encoder.stream.decoder import StreamDecoder
 

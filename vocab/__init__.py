@@ -12,6 +12,7 @@ import os
 from collections.abc import Sequence
 
 from .errors import OcmlError, UnknownNameError, VocabError, expect
+from .discovery import catalog
 from .hf_backend import HFTokenizer, from_hf
 from .tables import DEFAULT_FORMAT, FORMAT_NAMES, ControlTable, canonical_format, canonical_formats, control_table
 from .tiktoken_backend import TiktokenTokenizer, get_tiktoken
@@ -19,8 +20,7 @@ from .tokenizer import Tokenizer
 
 # Named encodings that are a base vocabulary plus a format's fixed tokens.
 COMPOSITES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "o200k_harmony": ("o200k_base", ("harmony",)),
-}
+    enc: (base, (d.name,)) for d in catalog().formats for enc, base in d.encodings.items()}
 
 
 def encoding_names() -> list[str]:

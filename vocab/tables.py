@@ -1,7 +1,7 @@
 """Control-token tables: which tokens each format needs, and at which ids.
 
-The tables are data (``vocab/data/tokens/<format>.json``); this module only reads
-them.  A table says which strings are *controls* (structural tokens of the
+The tables are data (each format folder's token table, ``encoder/formats/<pkg>/<name>.tokens.json``,
+found by ``ocml.vocab.discovery``); this module only reads them.  A table says which strings are *controls* (structural tokens of the
 format), which are optional *markers* (OpenChatML CoT markers: registered as
 ids, never structural), and, where the format fixes them, their ids.
 """
@@ -12,26 +12,18 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 
 from .errors import InputTypeError, UnknownNameError, expect
 
-FORMAT_NAMES: tuple[str, ...] = ("openchatml-2.2", "openchatml-2.0", "harmony", "chatml", "apertus", "llama3")
+from .discovery import catalog
+
+#: every format a folder declares (``encoder/formats/<pkg>/format.json``), in their declared order
+FORMAT_NAMES: tuple[str, ...] = catalog().names
 #: the format ``Encoder()``, ``ocml pack`` and ``ocml template`` use when none is named: the specification
-#: ocml implements in full (every other format is a subset or a neighbour of it)
-DEFAULT_FORMAT = "openchatml-2.2"
-# Accepted spellings that map onto a canonical table name.
-ALIASES: dict[str, str] = {
-    "openchatml": "openchatml-2.2",
-    "openchatml-1": "openchatml-2.2",
-    "openchatml-1.x": "openchatml-2.2",
-    "openchatml-0.1": "chatml",
-    "gpt-oss": "harmony",
-    "llama-3": "llama3",
-    "llama3.1": "llama3",
-    "llama3.2": "llama3",
-    "llama3.3": "llama3",
-}
+#: ocml implements in full (every other format is a subset or a neighbour of it); its folder says so
+DEFAULT_FORMAT: str = catalog().default
+#: accepted spellings that map onto a canonical format name (the folders' ``aliases``)
+ALIASES: dict[str, str] = catalog().aliases
 
 
 @dataclass(frozen=True)
@@ -89,14 +81,14 @@ def canonical_formats(names: str | Sequence[str] | None, field: str = "register"
         return (canonical_format(names, field),)
     if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
         raise InputTypeError(f"{field} must be a format name or a list of format names, got {names!r}", field=field,
-                             hint=f"e.g. {field}='openchatml-2.2'")
+                             hint=f"e.g. {field}='{DEFAULT_FORMAT}'")
     return tuple(dict.fromkeys(canonical_format(n, field) for n in names))
 
 
 @lru_cache(maxsize=None)
 def control_table(format_name: str) -> ControlTable:
     name = canonical_format(format_name)
-    raw = json.loads(resources.files(__package__).joinpath("data").joinpath("tokens").joinpath(f"{name}.json").read_text("utf-8"))
+    raw = json.loads(catalog().get(name).tokens.read_text("utf-8"))
     reserved = raw.get("reserved")
     stops = {mode: tuple(names) for mode, names in raw.get("stops", {}).items()}
     stream_stops = {role: tuple(names) for role, names in raw.get("stream_stops", {}).items()}

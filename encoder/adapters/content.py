@@ -73,7 +73,7 @@ def read_content(value: Any, index: int, field: str, role: str, native: bool) ->
                              hint=_PART_HINT)
         kind = item.get("type", "text")
         if kind in HARMONY_PARTS:
-            from ..formats.harmony_content import interned_content
+            from ..formats.harmony.content import interned_content
 
             structured = interned_content(kind, item)  # read once per content (encoder.sections)
             continue

@@ -13,10 +13,8 @@ from ocml.vocab import ControlTable, Tokenizer, control_table
 from ..adapters import DEFAULT_STYLE, ChatStyle, to_conversation
 from ..errors import CallSchemaError, HeaderError, UnknownNameError
 from ..grammar.escape import Escaper
-from ..grammar.headers import HEADER_FIELDS, Header, check_round_trip, parse_header
+from ..grammar.headers import HEADER_FIELDS, PLAIN, Header, HeaderStyle, check_round_trip, parse_header
 from ..grammar.headers import check_value as check_header_value
-from ..grammar.roles import GRAMMARS as ROLE_GRAMMARS
-from ..grammar.roles import OPENCHATML as OPENCHATML_GRAMMAR
 from ..grammar.roles import RoleGrammar
 from ..grammar.terminators import Terminators, terminators_of
 from ..grammar.text import check_text
@@ -24,6 +22,7 @@ from ..messages import Conversation, Message
 from ..arguments import check_json
 from ..messages import CotPolicy
 from ..pieces import CTL, TXT, MessagePlan, Piece
+from .strategies import MESSAGES, PIECES, PLAIN_TRANSCRIPT, TextLayout, TranscriptStyle, TurnShape
 
 if TYPE_CHECKING:
     from ..frames import FrameMachine
@@ -34,40 +33,25 @@ class Format:
     """Base class: subclasses set ``name`` and implement ``plan``/``generation_prompt``."""
 
     name: ClassVar[str]
-    channels: ClassVar[tuple[str, ...] | None] = ("analysis", "commentary", "final")
-    #: the roles a message may have (the role grammar, ``ocml.encoder.grammar.roles``, has the rest)
-    roles: ClassVar[tuple[str, ...]] = OPENCHATML_GRAMMAR.roles
+    # What differs between formats is a strategy object each class picks, not a flag:
+    #: how a header is written and read (``ocml.encoder.grammar.headers.HeaderStyle``): its role
+    #: grammar (the one table render, parse, ``parse_text`` and the stream decoder read), its
+    #: channel words, attributes, ``<|constrain|>``, Harmony's bare-word and answer rules
+    header_style: ClassVar[HeaderStyle] = PLAIN
     #: how OpenAI / HF chat dicts map into this format (applied by ``ocml.encoder.adapters``)
     chat_style: ClassVar[ChatStyle] = DEFAULT_STYLE
-    #: encode each run of text between two registered controls in one call, as the deployed
-    #: template's text was tokenized (``ocml.encoder.runs``: segments, the straddling-token rule)
-    merge_text_runs: ClassVar[bool] = False
-    #: pieces after every message's terminator, never trained (ChatML's ``\n``)
-    after_message: ClassVar[tuple[Piece, ...]] = ()
-    #: what ``to_text`` puts between two messages (the transcript is otherwise the render's text)
-    transcript_joiner: ClassVar[str] = "\n"
-    #: the ``version`` a transcript's YAML document header names (None: transcripts have no header)
-    transcript_version: ClassVar[str | None] = None
-    #: reasoning is written inside its answer's frame (ChatML ``reasoning="think"``): the CoT
-    #: policy then applies before ``normalize`` builds the frames (``Encoder.prepare``)
-    inline_reasoning: bool = False
-    #: headers are read by Harmony's grammar (``ocml.encoder.grammar.headers``: a tool's name as
-    #: the role word, ``ROLE:NAME``, a bare content type): the format's own declaration
-    harmony_headers: ClassVar[bool] = False
-    #: (message field, attribute) pairs a header writes as `` attribute=value``, in order (OpenChatML §6)
-    header_attributes: ClassVar[tuple[tuple[str, str], ...]] = ()
-    #: a message's ``constrain`` is written as ``<|constrain|>TYPE`` (OpenChatML 2.0 drops it)
-    has_constrain: ClassVar[bool] = True
-    #: the answer is a message whose channel word is ``final`` (Harmony); else its effective
-    #: channel is (no channel reads as ``final``: OpenChatML 1.x transcripts)
-    final_by_channel_word: ClassVar[bool] = False
-    #: an assistant turn is one message of blocks (``structured.openai_parts()``: Apertus; ChatML
-    #: in the OpenAI view, ``turn_of``), whose stream deltas are per block (``Delta.channel``);
-    #: the OpenAI chunker reads them by block
-    turn_blocks: ClassVar[bool] = False
+    #: how a message's pieces become ids (``strategies.TextLayout``: per piece or whole runs)
+    text_layout: ClassVar[TextLayout] = PIECES
+    #: what an assistant turn is (``strategies.TurnShape``: messages per channel or one of blocks)
+    turns: ClassVar[TurnShape] = MESSAGES
+    #: how ``to_text`` writes a transcript (``strategies.TranscriptStyle``)
+    transcript: ClassVar[TranscriptStyle] = PLAIN_TRANSCRIPT
 
     def __init__(self, tokenizer: Tokenizer, *, validate_bodies: bool = True) -> None:
         self.tokenizer = tokenizer
+        #: the role grammar (``header_style.roles``) and the roles a message may have
+        self.role_grammar: RoleGrammar = self.header_style.roles
+        self.roles: tuple[str, ...] = self.role_grammar.roles
         self.table: ControlTable = control_table(self.name)
         self.validate_bodies = validate_bodies
         #: the stop and terminator tables, built from the token data (``ocml.encoder.grammar.terminators``)
@@ -114,10 +98,7 @@ class Format:
     def frame_machine(self, *, strict: bool, role: str | None, emit: Callable[[Any], None] | None = None,
                       markers: frozenset[str] = frozenset()) -> FrameMachine:
         """The state machine that reads this format's atoms (parse, parse_text, stream decoder)."""
-        from ..frames import FrameMachine
-
-        return FrameMachine(harmony=self.harmony_headers, strict=strict, role=role, emit=emit, markers=markers,
-                            terminators=self.terminators.reasons)
+        raise NotImplementedError
 
     def turn_of(self, m: Message, end: str, role: str | None) -> Message:
         """``m`` (a parsed message that ended with ``end``, read as ``role``) as the OpenAI view
@@ -184,8 +165,9 @@ class Format:
             val = getattr(m, f)
             if val is not None:
                 check_header_value(f, val, i)
-        if self.channels is not None and m.channel is not None and m.channel not in self.channels:
-            raise HeaderError(f"channel {m.channel!r} is not one of {', '.join(self.channels)}", index=i,
+        channels = self.header_style.channels
+        if channels is not None and m.channel is not None and m.channel not in channels:
+            raise HeaderError(f"channel {m.channel!r} is not one of {', '.join(channels)}", index=i,
                               field="channel")
         written = self.header_text(m)
         if written is not None:
@@ -198,10 +180,6 @@ class Format:
     def check_role(self, role: str, i: int | None) -> None:
         """The role grammar (``ocml.encoder.grammar.roles``), the same table the readers use."""
         self.role_grammar.check(role, i, self.name)
-
-    @property
-    def role_grammar(self) -> RoleGrammar:
-        return ROLE_GRAMMARS[self.name]
 
     # -- the header as written and read back (render-time round trip) -----------------
     def header_text(self, m: Message) -> str | None:
@@ -217,7 +195,7 @@ class Format:
 
     def read_header(self, text: str) -> Header:
         """This format's header reader (the frame machine's): text -> fields."""
-        return parse_header(text, harmony=self.harmony_headers)
+        return parse_header(text, style=self.header_style)
 
     def written_fields(self, m: Message) -> Header:
         """The fields ``m``'s header must read back as."""
@@ -237,10 +215,8 @@ class Format:
         return m.role == "tool" or (m.role not in self.roles and self.role_grammar.is_tool_word(m.role))
 
     def context(self, conv: Conversation) -> PlanContext:
-        # Harmony's rule: the system text gains the "Calls to these tools..." line when any
-        # developer message declares function tools.
-        return PlanContext(has_function_tools=any(getattr(m.structured, "has_function_tools", False)
-                                                  for m in conv.messages if m.role == "developer"))
+        """The per-render facts ``plan`` reads (``PlanContext``): none by default."""
+        return PlanContext()
 
     # -- message level --------------------------------------------------------
     def header_key(self, m: Message) -> tuple[str | None, ...]:
@@ -259,11 +235,12 @@ class Format:
         raise NotImplementedError
 
     def generation_prompt(self) -> tuple[Piece, ...]:
-        return ((CTL, "<|start|>"), (TXT, "assistant"))
+        """The pieces that open the model's turn in prompt mode."""
+        raise NotImplementedError
 
     def is_final(self, m: Message) -> bool:
         """Does this assistant message close the answer (gets ``<|return|>`` when last in training)?"""
-        channel = m.channel if self.final_by_channel_word else m.effective_channel
+        channel = m.channel if self.header_style.answer_by_channel_word else m.effective_channel
         return channel == "final" and m.recipient is None
 
     def end_token(self, m: Message, last_of_train: bool) -> str:
@@ -291,19 +268,6 @@ class Format:
             return pieces
         out = self.escaper.write(pieces + (((CTL, end),) if end else ()), field=field, index=index)
         return out[:-1] if end else out
-
-    def section_pieces(self, s: Any, text: str, end: str) -> tuple[Piece, ...]:
-        """A system / developer section's text (``harmony_sections``: instructions, tool names,
-        descriptions, TypeScript schemas, identity, dates) written by the same rule as content;
-        an error names the section field the text ends with."""
-        from ..grammar.text import check_value, encoding_error, surrogate_at
-        from .harmony_sections import tail_field
-
-        at = surrogate_at(text)
-        if at >= 0:  # the input policy (``ocml.encoder.grammar.text``), naming the section field
-            check_value(s, index=None, field="")
-            raise encoding_error(text, at, index=None, field="content")
-        return self.escaper.text_before(text, end, field=tail_field(s) if self.escaper else "content")
 
 
 def _read_checked(source_field: str | None) -> bool:

@@ -1,5 +1,5 @@
 """Typed fields out of JSON input, with an ``E-INPUT`` error that names the field and a hint;
-a cheap deep copy of JSON data.  Used by the Harmony content model (``harmony_content``)."""
+a cheap deep copy of JSON data.  Used by the Harmony content model (``harmony.content``)."""
 
 from __future__ import annotations
 

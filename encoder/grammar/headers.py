@@ -23,7 +23,7 @@ from dataclasses import MISSING, dataclass, fields, make_dataclass
 from typing import Any
 
 from ..errors import HeaderError
-from .roles import HARMONY, OPENCHATML, RoleGrammar
+from .roles import BASE_ROLES, RoleGrammar
 from .text import check_text
 
 _ATTR_KEYS = {"to": "recipient", "call_id": "call_id", "name": "name", "intent": "intent", "content_type": "content_type"}
@@ -45,6 +45,33 @@ class Header:
     constrain: str | None = None
 
 
+@dataclass(frozen=True, eq=False)
+class HeaderStyle:
+    """How a format writes and reads a header: the strategy each format declares
+    (``Format.header_style``), which the readers (``parse_header``, the frame machine), the
+    render-time round trip and the chat templates take their rules from.  Compared and hashed by
+    identity: one object per format class (``parse_header_cached`` keys on it)."""
+
+    #: what the role word may be and what it reads as (``ocml.encoder.grammar.roles``)
+    roles: RoleGrammar = RoleGrammar(BASE_ROLES)
+    #: the channel words a header may carry (None: any word, or none)
+    channels: tuple[str, ...] | None = None
+    #: a lone bare word that is no known content type is the recipient, except on the final
+    #: channel (openai-harmony's reading; see ``parse_header``); else it is the content type
+    bare_recipient: bool = False
+    #: (message field, attribute) pairs written as `` attribute=value``, in order (OpenChatML §6)
+    attributes: tuple[tuple[str, str], ...] = ()
+    #: a message's ``constrain`` is written as ``<|constrain|>TYPE`` (OpenChatML 2.0 drops it)
+    constrain: bool = True
+    #: the answer is a message whose channel word is ``final`` (Harmony); else its effective channel
+    #: is (no channel reads as ``final``: OpenChatML 1.x transcripts)
+    answer_by_channel_word: bool = False
+
+
+#: a header with the five roles and no format's own rules (frame machines that read no such header)
+PLAIN = HeaderStyle()
+
+
 #: Header's field names, in order (a draft's values become a Header without ``astuple``'s deep copy)
 _FIELDS = tuple(f.name for f in fields(Header))
 # The header while ``parse_header`` fills it in: Header's fields, mutable.
@@ -52,7 +79,7 @@ _Draft = make_dataclass("_Draft", [(f.name, f.type, f.default) if f.default is n
                                    for f in fields(Header)], slots=True)
 
 
-def parse_header(text: str, *, harmony: bool, role: str | None = None, position: int | None = None) -> Header:
+def parse_header(text: str, *, style: HeaderStyle, role: str | None = None, position: int | None = None) -> Header:
     """Parse one header; ``role`` is given when the header follows a prefilled ``<|start|>ROLE``."""
 
     def bad(msg: str, field: str = "header") -> HeaderError:
@@ -61,7 +88,7 @@ def parse_header(text: str, *, harmony: bool, role: str | None = None, position:
 
     segments = _SPLIT.split(text)
     head = segments[0].split()
-    grammar: RoleGrammar = HARMONY if harmony else OPENCHATML
+    grammar = style.roles
     if role is not None:
         # After a prefill the role may be repeated (harmony) or absent; the prefilled role was
         # checked against the same grammar (``prefill.prefill_role``).
@@ -106,7 +133,7 @@ def parse_header(text: str, *, harmony: bool, role: str | None = None, position:
         # user, a recipient is written "to=NAME" (Harmony spec), and vLLM's gpt-oss path reads
         # a final message as content whatever follows the channel.  So "final answer" is the
         # answer (content type "answer"), never a call ended by <|return|>.
-        if harmony and h.recipient is None and word not in _KNOWN_CTYPES and h.content_type is None \
+        if style.bare_recipient and h.recipient is None and word not in _KNOWN_CTYPES and h.content_type is None \
                 and len(bare) == 1 and h.channel != "final":
             h.recipient = word
         elif h.content_type is None:
@@ -132,21 +159,21 @@ def _attrs(words: list[str], h: Any, bare: list[str], bad) -> None:
         setattr(h, field, val)
 
 
-_CACHE: dict[tuple[str, bool, str | None], Header] = {}
+_CACHE: dict[tuple[str, HeaderStyle, str | None], Header] = {}
 _CACHE_MAX = 4096
 _CACHE_TEXT_MAX = 256
 
 
-def parse_header_cached(text: str, harmony: bool, role: str | None = None, position: int | None = None) -> Header:
-    """``parse_header`` memoised on (text, harmony, role): headers repeat across messages.
+def parse_header_cached(text: str, style: HeaderStyle, role: str | None = None, position: int | None = None) -> Header:
+    """``parse_header`` memoised on (text, style, role): headers repeat across messages.
 
     The returned ``Header`` is shared (it is frozen).  Errors are not cached (they carry
     the position).
     """
-    key = (text, harmony, role)
+    key = (text, style, role)
     h = _CACHE.get(key)
     if h is None:
-        h = parse_header(text, harmony=harmony, role=role, position=position)
+        h = parse_header(text, style=style, role=role, position=position)
         if len(text) <= _CACHE_TEXT_MAX:
             if len(_CACHE) >= _CACHE_MAX:
                 _CACHE.clear()

@@ -1,29 +1,21 @@
 """The role grammar of each format: one table, read by render, parse, parse_text and the
 stream decoder alike (so what one accepts the other does).
 
-A header's first word names its author.  Per format:
-
-- OpenChatML 2.x (§4, §15 ABNF): ``system`` ``developer`` ``user`` ``assistant`` ``tool``, and
-  the legacy tool-reply role ``functions.NAME``.  Nothing else: ``browser.search`` is a
-  recipient (``to=browser.search``), and its reply is ``tool name=browser.search``.
-- Harmony (openai-harmony 0.0.8): the five roles; a named author is written ``ROLE:NAME``
-  (``user:alice``); a tool message is written with the tool's name as the word
-  (``functions.get_weather``, ``browser.search``, or a bare built-in: ``python``), and that
-  word reads back as role ``tool`` with that name.
-- ChatML: ``system`` ``tool`` ``user`` ``assistant``.
-- Apertus: the roles its frame controls stand for.
+A header's first word names its author.  Each format declares its grammar on its class
+(``Format.header_style.roles``, in its folder ``encoder/formats/<pkg>/``): which roles a message may
+have, which words name a tool (OpenChatML 2.x's legacy ``functions.NAME``; Harmony's
+``NAMESPACE.NAME`` and bare built-ins) and whether ``ROLE:NAME`` names an author.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..errors import HeaderError
 
 # One spelling of a tool name: word characters, '-' and '.' (namespaced: functions.get_weather).
-_NAME = r"[A-Za-z0-9_\-][A-Za-z0-9_.\-]*"
+TOOL_NAME = r"[A-Za-z0-9_\-][A-Za-z0-9_.\-]*"
 BASE_ROLES: tuple[str, ...] = ("system", "developer", "user", "assistant", "tool")
 
 
@@ -76,20 +68,3 @@ class RoleGrammar:
         if self.is_tool_word(word):
             return ("tool", word) if self.tool_word_is_name else (word, None)
         return None
-
-
-OPENCHATML = RoleGrammar(BASE_ROLES, tool_word=re.compile(r"functions\." + _NAME))
-HARMONY = RoleGrammar(BASE_ROLES, tool_word=re.compile(r"[A-Za-z0-9_\-]+\." + _NAME),
-                      builtin_tools=frozenset({"python", "browser", "container"}), tool_word_is_name=True,
-                      author_names=True)
-CHATML = RoleGrammar(("system", "tool", "user", "assistant"))
-APERTUS = RoleGrammar(BASE_ROLES)
-
-#: format name -> its role grammar
-GRAMMARS: Mapping[str, RoleGrammar] = {
-    "openchatml-2.2": OPENCHATML,
-    "openchatml-2.0": OPENCHATML,
-    "harmony": HARMONY,
-    "chatml": CHATML,
-    "apertus": APERTUS,
-}

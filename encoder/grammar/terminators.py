@@ -1,6 +1,6 @@
 """Stop and terminator tables: every one built here from the token data, nowhere else.
 
-The facts are data (``vocab/data/tokens/<format>.json``, read by ``ocml.vocab.control_table``):
+The facts are data (``encoder/formats/<pkg>/<format>.tokens.json``, read by ``ocml.vocab.control_table``):
 
 - ``end_reasons``: each control that ends a message or turn, and the reason it gives
   (``MessageEnd.reason``; ``Stop.reason`` when a stream stops there): ``<|return|>`` ->

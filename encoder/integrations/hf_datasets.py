@@ -21,6 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ocml.vocab import DEFAULT_FORMAT
 from ocml.vocab.errors import require
 
 from ..errors import InputError
@@ -33,7 +34,7 @@ from .render_stage import OcmlRender
 DEFAULT_BATCH_SIZE = 1000
 
 
-def render_dataset(ds: Any, encoder: Any = "openchatml-2.2", *, num_proc: int | None = None,
+def render_dataset(ds: Any, encoder: Any = DEFAULT_FORMAT, *, num_proc: int | None = None,
                    batch_size: int = DEFAULT_BATCH_SIZE, remove_columns: bool | Sequence[str] = True,
                    **render_options: Any) -> Any:
     """``ds.map(OcmlRender(encoder, **render_options), batched=True, with_indices=True, ...)``.

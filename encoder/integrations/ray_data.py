@@ -23,6 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ocml.vocab import DEFAULT_FORMAT
 from ocml.vocab.errors import require
 
 from ..errors import InputError
@@ -42,7 +43,7 @@ def _compute(actors: int | tuple[int, int]) -> Any:
     return data.ActorPoolStrategy(size=actors)
 
 
-def render(ds: Any, encoder: Any = "openchatml-2.2", *, actors: int | tuple[int, int] = 1,
+def render(ds: Any, encoder: Any = DEFAULT_FORMAT, *, actors: int | tuple[int, int] = 1,
            batch_size: int = DEFAULT_BATCH_SIZE, num_cpus: float = 1.0, **render_options: Any) -> Any:
     """``ds.map_batches(OcmlRender, ...)``: token + error columns per record (pyarrow batches).
 

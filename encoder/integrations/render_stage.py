@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ocml.vocab import DEFAULT_FORMAT
 from ocml.vocab.errors import as_strings
 
 from ..encoder import Encoder
@@ -60,7 +61,7 @@ class OcmlRender:
     would give the error columns Arrow's null type, which ``datasets`` refuses to write.)
     """
 
-    def __init__(self, encoder: Encoder | str = "openchatml-2.2", tokenizer: Any = None, *,
+    def __init__(self, encoder: Encoder | str = DEFAULT_FORMAT, tokenizer: Any = None, *,
                  messages_field: str = "messages", tools_field: str = "tools", json_field: str | None = None,
                  outputs: Sequence[str] = ("input_ids", "labels"), keep: Sequence[str] | bool = (),
                  errors: str = "collect", **encoder_options: Any) -> None:

@@ -22,52 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, OcmlError
+from ..formats.declare import Candidate
 from .folder import ModelFolder
 
 PROBES_FILE = Path(__file__).with_name("probes.json")
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """One way ocml can render: a format, its ``Encoder`` options, and per-conversation options."""
-
-    format: str
-    options: tuple[tuple[str, Any], ...] = ()
-    dated: str | None = None   # None, "encoder" (Encoder(date=)) or "conversation" ({"date": ...})
-    #: how the format writes the date (``strftime``; Llama 3.2's template: ``%d %b %Y``)
-    date_format: str = "%Y-%m-%d"
-
-    @property
-    def label(self) -> str:
-        opts = ", ".join(f"{k}={v!r}" for k, v in self.options)
-        return f"{self.format}({opts})" if opts else self.format
-
-    def encoder_options(self, today: str | None) -> dict[str, Any]:
-        opts = dict(self.options)
-        if self.dated == "encoder" and today is not None:
-            opts["date"] = self.date_text(today)
-        return opts
-
-    def date_text(self, today: str) -> str:
-        """``today`` (ISO) as this format writes it."""
-        return datetime.date.fromisoformat(today).strftime(self.date_format)
-
-
 def _candidates() -> tuple[Candidate, ...]:
-    from ..formats.chatml import QWEN_SYSTEM
+    """Every format folder's declared candidates, in detection order (``ocml.encoder.formats``)."""
+    from ..formats import detect_candidates
 
-    return (
-        Candidate("harmony", dated="conversation"),
-        Candidate("openchatml-2.2"),
-        Candidate("openchatml-2.0"),
-        Candidate("chatml"),
-        Candidate("chatml", (("default_system", QWEN_SYSTEM),)),
-        Candidate("chatml", (("bos_eos", True),)),
-        Candidate("apertus", dated="encoder"),
-        Candidate("llama3"),
-        Candidate("llama3", dated="encoder", date_format="%d %b %Y"),
-        Candidate("llama3", (("system_header", False),)),
-    )
+    return detect_candidates()
 
 
 @dataclass

@@ -28,7 +28,7 @@ Events (``ocml.encoder.events``)
 visible)`` for content (``visible`` per ``frames.visible``: ``final`` or no channel,
 and ``commentary`` with ``intent=preamble``; a ChatML assistant turn's deltas are per part:
 ``<think>`` reasoning ``analysis``, the answer visible, tags and calls hidden
-``commentary``, ``ocml.encoder.formats.chatml_frames``); ``MessageEnd(message, reason)`` with
+``commentary``, ``ocml.encoder.formats.chatml.frames``); ``MessageEnd(message, reason)`` with
 reason ``end`` | ``return`` | ``call`` | ``truncated``; ``Stop(reason, token, position,
 trailing)``; ``Error(code, message, position, text)`` (``text``: input left out of
 every message, see ``ocml.encoder.frames``).
@@ -292,7 +292,7 @@ class StreamDecoder:
         ends = self.fm.ends
         if st is not None and st.reason == "call" and ends and ends[-1] == "call":
             return "tool_call"
-        if self.enc.format.turn_blocks and st is not None and self.to_openai().finish_reason == "tool_calls":
+        if self.enc.format.turns.blocks and st is not None and self.to_openai().finish_reason == "tool_calls":
             return "tool_call"  # a turn whose last part is a call, ended by its stop token (ChatML)
         return "final" if self.final_message is not None else "no_final"
 

@@ -5,7 +5,7 @@ kind table and ``TextSplitter``, the stream decoder its ``ScannerTables``), so t
 disagree on what a control is:
 
 * ``control_ids``: registered ids of the format's controls and markers
-  (``vocab/data/tokens/<format>.json``: ``controls``, ``markers``) -> name;
+  (``encoder/formats/<pkg>/<format>.tokens.json``: ``controls``, ``markers``) -> name;
 * ``special_ids``: every other registered special id (``<|endoftext|>``, reserved ids...):
   never text, never structure (``ocml.encoder.stream.route``);
 * ``text_controls``: the format's controls the tokenizer has no id for (fallback mode):

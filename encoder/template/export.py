@@ -19,8 +19,8 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UnrepresentableError
-from ..formats.harmony_content import DEFAULT_KNOWLEDGE_CUTOFF, DEFAULT_MODEL_IDENTITY
-from .profiles import profile_for, profile_row
+from ..formats.harmony.content import DEFAULT_KNOWLEDGE_CUTOFF, DEFAULT_MODEL_IDENTITY
+from .profiles import profile_for, profile_row, source_package
 
 if TYPE_CHECKING:
     from ..codec import Renders
@@ -78,10 +78,13 @@ def builtin_namespaces() -> dict[str, Any]:
 
 
 @lru_cache(maxsize=8)
-def _sources(names: tuple[str, ...]) -> tuple[str, str]:
-    """(inference body, training body): the sources with the other variant's regions cut out."""
-    pkg = resources.files(__package__)
-    src = "".join(pkg.joinpath(name).read_text("utf-8") for name in names)
+def _sources(names: tuple[str, ...], folder: str) -> tuple[str, str]:
+    """(inference body, training body): the sources with the other variant's regions cut out.  Each
+    file is the format folder's own (``ocml.encoder.formats.<folder>``) when it has one, else this
+    package's (the generic sources)."""
+    own, generic = resources.files(f"{__package__.rpartition('.')[0]}.formats.{folder}"), resources.files(__package__)
+    src = "".join((own if own.joinpath(name).is_file() else generic).joinpath(name).read_text("utf-8")
+                  for name in names)
     def variant(name: str) -> str:
         return _REGION.sub(lambda m: m.group(2) if m.group(1) == name else "", src)
 
@@ -133,7 +136,7 @@ def chat_template(enc: Renders, training: bool = False) -> str:
         "cot": enc.cot.value,
         "shape": enc.message_shape,  # how messages are read (a record shape reads them as auto)
     }
-    inference, train = _sources(row.sources)
+    inference, train = _sources(row.sources, source_package(enc.format))
     return (
         head
         + "{%- set ocml_profile = " + _literal(profile) + " -%}\n"

@@ -33,7 +33,7 @@ How each format is expressed:
   ``commentary`` preamble) or ``thinking`` (the rest) - ``ocml.encoder.openai_message.kind``'s
   rule.  A message ends at ``<|end|>``, ``<|return|>``, ``<|call|>`` or the next ``<|start|>``;
   text between messages and messages of other roles go nowhere, as in ``to_openai``.
-* ChatML: a turn as ``to_openai`` reads it (``ocml.encoder.formats.chatml_turns``):
+* ChatML: a turn as ``to_openai`` reads it (``ocml.encoder.formats.chatml.turns``):
   ``thinking`` is a leading ``<think>`` block (``reasoning="think"`` only), each
   ``<tool_call>`` JSON object a call, ``content`` the rest (one region: text on both sides of
   the calls keeps its last part, the engines' rule).  The calls come parsed (``function.arguments`` a dict, as in transformers' own Qwen template;
@@ -63,13 +63,9 @@ template either), so no response template.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UnrepresentableError
-from ..formats.apertus_blocks import END_TOOLS, INNER, OUTER, TOOLS
-from ..formats.chatml_turns import CALL_CLOSE, CALL_OPEN, THINK_CLOSE, THINK_OPEN
-from ..reasoning import Reasoning
 
 if TYPE_CHECKING:
     from ..codec import Codec, Renders
@@ -77,132 +73,34 @@ if TYPE_CHECKING:
 
 __all__ = ["response_template"]
 
-_W = r"[^\s<]*"                                         # a header word
-_END = r"(?![^\s<])"                                    # ... ends here
-_TO = r"\s*to=(?!all" + _END + r")(?:functions\.(?=[^\s<]))?(?P<name>[^\s<]+)"
-_TO_ALL = r"\s*to=all" + _END
-_CT = r"(?:\s*<\|constrain\|>" + _W + r"|\s+(?!to=)[^\s<]+)*"   # <|constrain|>TYPE / content type words
-_MSG = r"\s*<\|message\|>"
-_CH = r"<\|channel\|>"
-_CH_ANSWER = _CH + r"(?:final|commentary)" + _END
-_CH_OTHER = _CH + r"(?!(?:final|commentary)" + _END + r")" + _W
-_CH_ANY = _CH + _W
 _CALL = {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}}
-_TEXT = {"strip": False}
+TEXT_ARGS = {"strip": False}
 #: tool-call arguments: parsed as JSON (the HF convention), verbatim text when they are not JSON
 _ARGS = {"allow_non_json": True, "strip": False}
 #: the field names the serving engines route (vLLM, SGLang: ``thinking``, ``content``, ``tool_calls``)
 THINKING, CONTENT, TOOL_CALLS = "thinking", "content", "tool_calls"
 
 
-def _calls(**anchors: Any) -> dict[str, Any]:
+def calls_field(**anchors: Any) -> dict[str, Any]:
     """The ``tool_calls`` field: ``{"type": "function", "function": {"name", "arguments"}}`` per call."""
     return {**anchors, "content": "json", "content_args": _ARGS, "repeats": True, "transform": _CALL}
 
 
-def _text(**anchors: Any) -> dict[str, Any]:
+def text_field(**anchors: Any) -> dict[str, Any]:
     """A ``thinking`` / ``content`` field: plain text, one region (the engines' rule)."""
-    return {**anchors, "content_args": _TEXT}
+    return {**anchors, "content_args": TEXT_ARGS}
 
 
-def _channel_fields(fmt: Format, call: str, content: str, reasoning: str) -> dict[str, Any]:
-    # a message ends at any of the format's terminators (the token data's) or the next frame's start
-    close = [*fmt.terminators.reasons, fmt.generation_prompt()[0][1]]
-    # A call opens once its end is in the text, or once the text ends after its arguments' closing
-    # ``}`` (an engine that strips the stop token: transformers' own gpt-oss case).  A call cut by
-    # max_tokens is then no call, and the engine says ``length`` rather than ``tool_calls``.
-    ends = r"(?=[\s\S]*?(?:" + "|".join(re.escape(c) for c in close) + r")|[\s\S]*\}\s*\Z)"
-    return {TOOL_CALLS: _calls(open_pattern=call + ends, close=close),
-            CONTENT: _text(open_pattern=content, close=close),
-            THINKING: _text(open_pattern=reasoning, close=close)}
-
-
-def _anchor(fmt: Format) -> str:
+def header_anchor(fmt: Format) -> str:
     """Where a header starts: the completion's start, or right after the generation prompt's role."""
-    return r"(?:^|(?<=" + re.escape(_prompt(fmt)) + r"))"
+    return r"(?:^|(?<=" + re.escape(generation_text(fmt)) + r"))"
 
 
-def _prompt(fmt: Format) -> str:
+def generation_text(fmt: Format) -> str:
     return "".join(text for _, text in fmt.generation_prompt())
 
 
-def _harmony(fmt: Format) -> dict[str, Any]:
-    _A = _anchor(fmt)
-    call = _A + r"(?:" + _TO + r"\s*" + _CH_ANY + r"|" + _CH_ANY + _TO + r")" + _CT + _MSG
-    content = _A + r"(?:" + _TO_ALL + r")?(?:" + _CH_ANSWER + r"(?:" + _TO_ALL + r")?)?" + _CT + _MSG
-    reasoning = _A + r"(?:" + _TO_ALL + r")?" + _CH_OTHER + r"(?:" + _TO_ALL + r")?" + _CT + _MSG
-    return _channel_fields(fmt, call, content, reasoning)
-
-
-def _openchatml(fmt: Format) -> dict[str, Any]:
-    _A = _anchor(fmt)
-    attr = r"\s+(?!to=|intent=)[A-Za-z_][\w-]*=[^\s<]*"          # call_id=, name=, content_type=...
-    intent = r"\s+intent=" + _W
-    pre = r"\s+intent=preamble" + _END
-    other_intent = r"\s+intent=(?!preamble" + _END + r")" + _W
-    any_attrs = r"(?:" + attr + r"|" + intent + r"|" + _TO_ALL + r")*"
-    plain = r"(?:" + attr + r"|" + _TO_ALL + r")*"
-    call = _A + any_attrs + _TO + any_attrs + r"(?:" + _CH_ANY + r")?" + _CT + _MSG
-    content = (_A + r"(?:" + any_attrs + r"(?:" + _CH + r"final" + _END + r")?|" + plain + r"(?:" + pre + plain
-               + r")?" + _CH + r"commentary" + _END + r")" + _CT + _MSG)
-    reasoning = (_A + r"(?:" + any_attrs + _CH_OTHER + r"|" + plain + other_intent + plain + _CH + r"commentary"
-                 + _END + r")" + _CT + _MSG)
-    return _channel_fields(fmt, call, content, reasoning)
-
-
-def _chatml(fmt: Format) -> dict[str, Any]:
-    # A turn as ``chatml_turns`` reads it: a leading <think> block (reasoning="think") whose
-    # newlines inside and after it are layout; each <tool_call> JSON object a call (one "\n"
-    # before it is layout, and so is whitespace between calls and after the last one); the
-    # rest content (one region: the engines refuse ``join``).  Calls come parsed, as in transformers' own Qwen
-    # template (arguments a dict; ``to_openai`` gives their text).
-    end = re.escape(_turn_end(fmt))
-    t_open, t_close = re.escape(CALL_OPEN), re.escape(CALL_CLOSE)
-    fields: dict[str, Any] = {CONTENT: _text(close=_turn_end(fmt))}
-    if fmt.reasoning is Reasoning.THINK:  # type: ignore[attr-defined]
-        fields[THINKING] = {
-            "open_pattern": "^" + re.escape(THINK_OPEN) + r"\n*",
-            "close_pattern": r"\n*" + re.escape(THINK_CLOSE) + r"\n*|\n*(?=" + end + ")",
-            "content_args": _TEXT}
-    # a call opens only once its </tool_call> has come (the lookahead holds the stream until
-    # then): a call cut short stays content, as to_openai keeps it
-    complete = r"(?=(?:(?!" + t_close + r").)*" + t_close + r")"
-    fields[TOOL_CALLS] = {
-        "open_pattern": r"(?:(?<=" + t_close + r")\s*|\n?)" + t_open + complete,
-        "close_pattern": t_close + r"(?:\s*(?=" + end + r"|\Z|" + t_open + r"))?",
-        "content": "json", "repeats": True,
-        "transform": {"type": "function", "function": {"name": "{content.name}", "arguments": "{content.arguments}"}}}
-    return fields
-
-
-def _apertus(fmt: Format) -> dict[str, Any]:
-    # A call list ``<|tools_prefix|>[{"NAME": ARGS}, ...]<|tools_suffix|>``: each call is a region
-    # opened by its ``{"NAME": `` (the first right after ``[``, the next after ``}, `` inside the
-    # same list) and closed by the ``}`` that ends its object (followed by ``, {"NAME": `` or
-    # ``]<|tools_suffix|>``), so ARGS is the body verbatim.  A call opens only once its list's
-    # ``<|tools_suffix|>`` has come (the lookahead holds the stream until then): a list cut short
-    # (max tokens) is dropped whole, as ``to_openai`` drops it: the content (the implicit field)
-    # closes on a call list that has no end, taking it along.
-    t, e = re.escape(TOOLS), re.escape(END_TOOLS)
-    name = r'"(?P<name>' + _APERTUS_NAME + r')": '
-    complete = r"(?=(?:(?!" + e + r").)*" + e + r")"
-    first = t + r"\[\{" + name + complete
-    later = r"(?<=" + t + r"(?:(?!" + e + r").)*\}), \{" + name + complete
-    call_end = r"\}(?:\]" + e + r"|(?=, \{\"" + _APERTUS_NAME + r'": ))'
-    # thoughts end at <|inner_suffix|> (the response follows), or where a call list or the turn's
-    # end begins (left for those fields to open on)
-    thoughts_end = re.escape(OUTER) + r"|(?=" + t + r"|" + re.escape(_turn_end(fmt)) + r")"
-    content_end = re.escape(_turn_end(fmt)) + r"|" + t + r"(?:(?!" + e + r").)*\Z"
-    return {CONTENT: _text(close_pattern=content_end),
-            THINKING: _text(open=INNER, close_pattern=thoughts_end),
-            TOOL_CALLS: _calls(open_pattern=first + "|" + later, close_pattern=call_end)}
-
-
-#: a tool name in an Apertus call list (``apertus_blocks.check_call``'s rule)
-_APERTUS_NAME = r"[A-Za-z0-9_.\-]+"
-
-
-def _turn_end(fmt: Format) -> str:
+def turn_end(fmt: Format) -> str:
     """The control that ends the assistant's turn: the first of its stream stops (the token data's)."""
     return next(iter(fmt.stop_reasons("assistant")))
 
@@ -212,22 +110,12 @@ def response_template(enc: Codec | Renders) -> dict[str, Any]:
     if enc.fallback_controls:
         raise UnrepresentableError("no response template in fallback mode: the controls are text",
                                    field="tokenizer", hint="register the controls (vocab.load(NAME, register=FORMAT))")
+    from ..formats import response_fields
+
     name = enc.format_name
-    row = _FIELDS.get(name)
+    row = response_fields(name)
     if row is None:
         raise UnrepresentableError(f"no response template for {name!r}", field="format")
     # the prompt's generation prompt is cut by the anchor: the format's own
-    return {"version": 1, "start_anchor": _prompt(enc.format), "defaults": {"role": "assistant"},
+    return {"version": 1, "start_anchor": generation_text(enc.format), "defaults": {"role": "assistant"},
             "fields": row(enc.format)}
-
-
-#: per format: its fields
-_FIELDS: dict[str, Callable[[Format], dict[str, Any]]] = {
-    "harmony": _harmony,
-    "openchatml-2.2": _openchatml,
-    "openchatml-2.0": _openchatml,
-    "chatml": _chatml,
-    "apertus": _apertus,
-    "llama3": lambda fmt: __import__("ocml.encoder.formats.llama3.response", fromlist=["response_fields"])
-    .response_fields(fmt),
-}

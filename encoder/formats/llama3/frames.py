@@ -37,7 +37,7 @@ class Llama3Machine(FrameMachine):
 
     def __init__(self, *, strict: bool, role: str | None, emit: Callable[[Any], None] | None,
                  roles: tuple[str, ...], terminators: Mapping[str, str]) -> None:
-        super().__init__(harmony=False, strict=strict, role=None, emit=emit, terminators=terminators)
+        super().__init__(strict=strict, role=None, emit=emit, terminators=terminators)
         self.roles = roles
         self._lead = 0            # layout newlines still to drop at the content's start
         self._open_answer = False  # an assistant frame whose kind (answer / call) is not known yet

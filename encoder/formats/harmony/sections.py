@@ -3,7 +3,7 @@
 This module builds the *text* that openai-harmony writes between
 ``<|message|>`` and ``<|end|>`` for a ``SystemContent`` or a
 ``DeveloperContent`` (openai-harmony encodes that whole text as one piece);
-the content itself (dataclasses, ``from_dict`` / ``to_dict``) is ``harmony_content``'s.
+the content itself (dataclasses, ``from_dict`` / ``to_dict``) is ``harmony.content``'s.
 
 Layout rules (see shared/reference/harmony.md sections 6-8):
 
@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ocml.encoder.formats.harmony_content import DeveloperContent, SystemContent, ToolNamespace
-from ocml.encoder.formats.harmony_schema import json_schema_to_typescript
-from ocml.encoder.formats.rust_text import rust_lines
+from .content import DeveloperContent, SystemContent, ToolNamespace
+from .schema import json_schema_to_typescript
+from .rust_text import rust_lines
 
 __all__ = [
     "system_text",

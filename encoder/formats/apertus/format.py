@@ -1,7 +1,7 @@
 """Apertus (Swiss AI), format ``apertus``.
 
-Where Apertus frames are built: ``Apertus.plan`` (turns: ``apertus_blocks.turn_pieces``);
-read back by ``apertus_frames.ApertusMachine``; the developer block: ``apertus_tools``.
+Where Apertus frames are built: ``Apertus.plan`` (turns: ``apertus.blocks.turn_pieces``);
+read back by ``apertus.frames.ApertusMachine``; the developer block: ``apertus.tools``.
 
 Layout (the reference template swiss-ai/apertus_format ``chat_template.jinja``, e473d76;
 no whitespace between segments): ``<s>``, ``<|system_start|>SYSTEM<|system_end|>`` (the
@@ -11,10 +11,10 @@ default text with ``Current date:`` from the ``date`` option), the developer blo
 (``enable_thinking``, ``tools``; a ``developer`` message right after the system message is
 used as it is), users ``<|user_start|>TEXT<|user_end|>`` (a string or ``{"parts": [...]}``),
 and assistant turns: every assistant and tool message up to the next user message is one
-turn ``<|assistant_start|>`` blocks ``<|assistant_end|>`` (``apertus_blocks``).
+turn ``<|assistant_start|>`` blocks ``<|assistant_end|>`` (``apertus.blocks``).
 Generation prompt: ``<|assistant_start|>``.
 
-Ids: whole-run encoding (``Format.merge_text_runs``): tool brackets and the text around
+Ids: whole-run encoding (``TextLayout.whole_runs``): tool brackets and the text around
 them are one run, as the models saw them.  Mask (default): the turn after
 ``<|assistant_start|>`` through ``<|assistant_end|>``, tool outputs excluded (a token that
 straddles an output bracket and the model's text is trained, ``ocml.encoder.runs``).
@@ -42,29 +42,30 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
-from ..errors import CallSchemaError, InputError
-from ..jsonlimits import loads_record
-from ..grammar.roles import APERTUS as APERTUS_ROLES
-from ..grammar.text import check_text
-from ..messages import Conversation, Message
-from ..errors import UnrepresentableError
-from ..messages import CotPolicy
-from ..pieces import CTL, MessagePlan, Piece
-from .apertus_blocks import FRAME_ENDS, FRAME_STARTS, TOOL_CALLS, Turn, TurnBuilder, read_messages, turn_pieces
-from .apertus_tools import default_system, developer_text
-from .base import Format, PlanContext
+from ...errors import CallSchemaError, InputError
+from ...jsonlimits import loads_record
+from ...grammar.headers import HeaderStyle
+from ...grammar.text import check_text
+from ...messages import Conversation, Message
+from ...errors import UnrepresentableError
+from ...messages import CotPolicy
+from ...pieces import CTL, MessagePlan, Piece
+from .blocks import FRAME_ENDS, FRAME_STARTS, TOOL_CALLS, Turn, TurnBuilder, read_messages, turn_pieces
+from .tools import default_system, developer_text
+from ..base import Format, PlanContext
+from ..strategies import TextLayout, TranscriptStyle, TurnShape
 
 if TYPE_CHECKING:
-    from ..masks import MaskPolicy
+    from ...masks import MaskPolicy
 
 
 class Apertus(Format):
     name: ClassVar[str] = "apertus"
-    channels: ClassVar[tuple[str, ...] | None] = None
-    roles: ClassVar[tuple[str, ...]] = APERTUS_ROLES.roles
-    merge_text_runs: ClassVar[bool] = True
-    transcript_joiner: ClassVar[str] = ""
-    turn_blocks: ClassVar[bool] = True
+    #: no header text: the frame controls stand for the five roles
+    header_style: ClassVar[HeaderStyle] = HeaderStyle()
+    text_layout: ClassVar[TextLayout] = TextLayout(whole_runs=True)
+    transcript: ClassVar[TranscriptStyle] = TranscriptStyle(joiner="")
+    turns: ClassVar[TurnShape] = TurnShape(blocks=True)
 
     def __init__(self, tokenizer, *, validate_bodies: bool = True, enable_thinking: bool = False,
                  date: str | None = None, default_system: str | None = None) -> None:
@@ -193,7 +194,7 @@ class Apertus(Format):
     # -- reading back ----------------------------------------------------------------------------------
     def frame_machine(self, *, strict: bool, role: str | None, emit: Callable[[Any], None] | None = None,
                       markers: frozenset[str] = frozenset()) -> Any:
-        from .apertus_frames import ApertusMachine
+        from .frames import ApertusMachine
 
         # parse and the stream decoder read alike: the decoder stops at <|tools_suffix|> (a stop
         # token) and ends the stream there, where the machine closes the turn with reason "call"

@@ -30,10 +30,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..arguments import check_json
-from ..errors import CallSchemaError, InputError, UnrepresentableError
-from ..messages import Message
-from ..pieces import CTL, OFF, TXT, Piece
+from ...arguments import check_json
+from ...errors import CallSchemaError, InputError, UnrepresentableError
+from ...messages import Message
+from ...pieces import CTL, OFF, TXT, Piece
 
 THOUGHTS, RESPONSE, TOOL_CALLS, TOOL_OUTPUTS = "thoughts", "response", "tool_calls", "tool_outputs"
 KINDS = (THOUGHTS, TOOL_CALLS, TOOL_OUTPUTS, RESPONSE)

@@ -2,7 +2,7 @@
 
 Frames: ``<|system_start|>``/``<|developer_start|>``/``<|user_start|>`` TEXT and the matching
 end; an assistant turn ``<|assistant_start|>`` ... ``<|assistant_end|>`` (or ``</s>``: reason
-``eos``) read back into blocks (``apertus_blocks.Turn``).  Inside a turn, text is
+``eos``) read back into blocks (``apertus.blocks.Turn``).  Inside a turn, text is
 ``response`` (outer section) or ``thoughts`` (after ``<|inner_prefix|>``); the text between
 ``<|tools_prefix|>`` and ``<|tools_suffix|>`` is the call list; a ``[`` right after
 ``<|tools_suffix|>`` opens the tool outputs, which end at the matching ``]`` (JSON-aware
@@ -20,12 +20,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..events import new_delta
-from ..frames import FrameMachine
-from ..grammar.headers import Header
-from ..grammar.terminators import terminators_of
-from ..messages import Message
-from .apertus_blocks import (
+from ...events import new_delta
+from ...frames import FrameMachine
+from ...grammar.headers import Header
+from ...grammar.terminators import terminators_of
+from ...messages import Message
+from .blocks import (
     END_TOOLS,
     FRAME_ENDS,
     FRAME_STARTS,
@@ -44,7 +44,7 @@ from .apertus_blocks import (
     split_outputs,
 )
 
-# the frames of apertus_blocks: system / developer / user messages, and the assistant turn
+# the frames of apertus.blocks: system / developer / user messages, and the assistant turn
 STARTS = {c: role for role, c in FRAME_STARTS.items() if role != "assistant"}
 ENDS = {role: c for role, c in FRAME_ENDS.items() if role != "assistant"}
 TURN_START, TURN_END = FRAME_STARTS["assistant"], FRAME_ENDS["assistant"]
@@ -58,7 +58,7 @@ class ApertusMachine(FrameMachine):
     def __init__(self, *, strict: bool, role: str | None, emit: Callable[[Any], None] | None) -> None:
         # the reason each end control gives (system/developer/user ends, <|assistant_end|>, </s>,
         # <|tools_suffix|>): the token data's (``ocml.encoder.grammar.terminators``)
-        super().__init__(harmony=False, strict=strict, role=None, emit=emit,
+        super().__init__(strict=strict, role=None, emit=emit,
                          terminators=terminators_of("apertus").reasons)
         self._turn = False
         if role == "assistant":  # prefilled "<|assistant_start|>"
@@ -141,7 +141,7 @@ class ApertusMachine(FrameMachine):
         self.messages.append(msg)
         self.ends.append(reason)
         if self._emit is not None:
-            from ..events import MessageEnd
+            from ...events import MessageEnd
 
             self._emit(MessageEnd(msg, reason, position))
 

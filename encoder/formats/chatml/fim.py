@@ -35,16 +35,16 @@ import numpy as np
 
 from ocml.vocab.errors import as_enum, expect
 
-from ..errors import InputError, InputTypeError, ParseError, UnknownNameError
-from ..grammar.text import check_text
-from ..pieces import CTL, TXT, Piece
+from ...errors import InputError, InputTypeError, ParseError, UnknownNameError
+from ...grammar.text import check_text
+from ...pieces import CTL, TXT, Piece
 
 if TYPE_CHECKING:
     from ocml.vocab import ControlTable
 
-    from ..codec import Codec
-    from ..frames import FrameMachine
-    from ..grammar.escape import Escaper
+    from ...codec import Codec
+    from ...frames import FrameMachine
+    from ...grammar.escape import Escaper
 
 PRE, MID, SUF, SEP = "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|file_separator|>"
 #: the role a fill-in-the-middle middle is read as (``decoder(role="fim")``: after ``<|fim_middle|>``)
@@ -228,7 +228,7 @@ class _Atoms:
 
 
 def parse_fim(enc: Codec, ids: Sequence[int] | np.ndarray, *, prefix: str | None = None) -> FimDocument:
-    from ..parse import parser_for
+    from ...parse import parser_for
 
     if MID not in enc.format.table.controls:  # the format's token data has no fill-in-the-middle
         raise UnknownNameError(f"format {enc.format_name!r} has no fill-in-the-middle tokens",
@@ -286,7 +286,7 @@ def parse_fim(enc: Codec, ids: Sequence[int] | np.ndarray, *, prefix: str | None
         return FimDocument(texts[0], texts[2], texts[1] or None, FimOrder.OPENCHATML.value, tuple(files), path,
                            SUF if texts[1] else None)
     raise ParseError(f"not a fill-in-the-middle layout: controls {names}", code="E-PARSE-FIM",
-                     hint="orders: psm, spm, sp, openchatml (see encoder.formats.chatml_fim)")
+                     hint="orders: psm, spm, sp, openchatml (see encoder.formats.chatml.fim)")
 
 
 def _one(atoms: list[tuple[bool, str]]) -> str:

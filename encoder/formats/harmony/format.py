@@ -22,24 +22,36 @@ Differences from openai-harmony, all deliberate and documented:
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
-from ..adapters import ChatStyle
-from ..errors import CallSchemaError, InputError
-from ..grammar.headers import Header
-from ..messages import Conversation, Message, Options
-from ..pieces import CTL, TXT, MessagePlan, Piece  # noqa: F401
-from ..sections import SECTIONS, content_key
-from .base import Format, PlanContext
-from .harmony_content import DeveloperContent, SystemContent, ToolDescription, ToolNamespace, builtin_namespace
-from .harmony_sections import developer_text, system_text
+from ...adapters import ChatStyle
+from ...errors import CallSchemaError, InputError
+from ...grammar.headers import Header
+from ...messages import Conversation, Message, Options
+from ...pieces import CTL, TXT, MessagePlan, Piece  # noqa: F401
+from ...sections import SECTIONS, content_key
+from ...grammar.headers import HeaderStyle
+from ...grammar.roles import BASE_ROLES, TOOL_NAME, RoleGrammar
+from ..base import PlanContext
+from .content import DeveloperContent, SystemContent, ToolDescription, ToolNamespace, builtin_namespace
+from .frame import HarmonyFrame
+from .sections import developer_text, system_text
 
 
-class HarmonyFormat(Format):
+#: the five roles; a named author is written ``ROLE:NAME`` (``user:alice``); a tool message is
+#: written with the tool's name as the word (``functions.get_weather``, ``browser.search``, or a
+#: bare built-in: ``python``), and that word reads back as role ``tool`` with that name
+ROLES = RoleGrammar(BASE_ROLES, tool_word=re.compile(r"[A-Za-z0-9_\-]+\." + TOOL_NAME),
+                    builtin_tools=frozenset({"python", "browser", "container"}), tool_word_is_name=True,
+                    author_names=True)
+
+
+class HarmonyFormat(HarmonyFrame):
     name: ClassVar[str] = "harmony"
-    channels: ClassVar[tuple[str, ...] | None] = None  # Harmony takes any channel word
-    harmony_headers: ClassVar[bool] = True
-    final_by_channel_word: ClassVar[bool] = True  # the channel word itself, no 1.x default
+    #: Harmony's header: its role grammar, any channel word, a lone bare word as the recipient, the
+    #: answer by its channel word itself (no 1.x default)
+    header_style: ClassVar[HeaderStyle] = HeaderStyle(ROLES, bare_recipient=True, answer_by_channel_word=True)
     # gpt-oss template: assistant content next to tool calls is the call's analysis
     chat_style: ClassVar[ChatStyle] = ChatStyle(content_with_calls="analysis")
 

@@ -1,7 +1,7 @@
 """ChatML / OpenChatML v0.1 (format ``chatml``): ``<|im_start|>ROLE[ name=X]\\nCONTENT<|im_end|>\\n``.
 
-Where ChatML frames are built: ``ChatML.plan``; read back by ``chatml_frames.ChatMLMachine``;
-fill-in-the-middle documents: ``chatml_fim``.
+Where ChatML frames are built: ``ChatML.plan``; read back by ``chatml.frames.ChatMLMachine``;
+fill-in-the-middle documents: ``chatml.fim``.
 
 Layouts (``layout=``):
 - ``"deployed"`` (default): standard ChatML as deployed (OpenAI ``chatml.md``, the HF
@@ -13,7 +13,7 @@ Layouts (``layout=``):
 in the literal layout); deployed ChatML has no BOS.  Roles: system, tool, user, assistant;
 ``name`` has no whitespace (``E-PARSE-HEADER``-class ``HeaderError``).
 
-Ids: the whole-run rule (``Format.merge_text_runs``): each run of text between two
+Ids: the whole-run rule (``TextLayout.whole_runs``): each run of text between two
 registered controls (``assistant\\n`` + the content) is encoded in one call, as the
 models saw the template's text.  Mask (default): an assistant frame's content and its
 ``<|im_end|>``; the header line ``<|im_start|>assistant[ name=X]\\n`` is the runtime's
@@ -28,7 +28,7 @@ in the assistant frame (after its text, ``\\n``-separated), consecutive tool res
 one ``user`` frame of ``<tool_response>\\nR\\n</tool_response>`` items.  Those frames are
 the normalised messages, so parse gives them back as text (``tool_calls_of`` reads the
 calls); the OpenAI view (``to_openai``, the stream decoder, the chunker, the response
-template) reads an assistant frame as a turn (``turn_of``, ``chatml_turns``): ``<think>``
+template) reads an assistant frame as a turn (``turn_of``, ``chatml.turns``): ``<think>``
 into reasoning (``reasoning="think"``), ``<tool_call>`` blocks into ``tool_calls``.  Differences from ``trl/chat_templates/qwen2_5.jinja``, all deliberate:
 - no system frame is invented unless asked: Qwen always writes "You are Qwen, created by
   Alibaba Cloud..." (pass ``default_system=QWEN_SYSTEM`` for byte parity); with tools and
@@ -53,23 +53,25 @@ from collections.abc import Mapping, Sequence
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
-from ..arguments import check_json
-from ..errors import CallSchemaError, InputError, UnknownNameError
-from ..grammar.headers import Header
-from ..grammar.roles import CHATML as CHATML_ROLES
-from ..messages import Conversation, Message
-from ..messages import CotPolicy
-from ..reasoning import Reasoning, parse_reasoning, think_block
-from ..pieces import CTL, TXT, MessagePlan, Piece
-from .base import Format, PlanContext
-from .chatml_fim import FIM_ROLE
-from .chatml_turns import CALL_CLOSE, CALL_OPEN, ChatMLTurn, read_call, read_turn
+from ...arguments import check_json
+from ...errors import CallSchemaError, InputError, UnknownNameError
+from ...grammar.headers import Header
+from ...grammar.headers import HeaderStyle
+from ...grammar.roles import RoleGrammar
+from ...messages import Conversation, Message
+from ...messages import CotPolicy
+from ...reasoning import Reasoning, parse_reasoning, think_block
+from ...pieces import CTL, TXT, MessagePlan, Piece
+from ..base import Format, PlanContext
+from ..strategies import TextLayout, TranscriptStyle, TurnShape
+from . import QWEN_SYSTEM
+from .fim import FIM_ROLE
+from .turns import CALL_CLOSE, CALL_OPEN, ChatMLTurn, read_call, read_turn
 
 if TYPE_CHECKING:
-    from ..frames import FrameMachine
-    from ..masks import Flags, MaskPolicy
+    from ...frames import FrameMachine
+    from ...masks import Flags, MaskPolicy
 
-QWEN_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
 _TOOLS_HEAD = ("# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
                "You are provided with function signatures within <tools></tools> XML tags:\n<tools>")
 _TOOLS_TAIL = ("\n</tools>\n\nFor each function call, return a json object with function name and arguments "
@@ -84,13 +86,14 @@ class Layout(str, Enum):
 
 class ChatML(Format):
     name: ClassVar[str] = "chatml"
-    channels: ClassVar[tuple[str, ...] | None] = None
-    roles: ClassVar[tuple[str, ...]] = CHATML_ROLES.roles
-    merge_text_runs: ClassVar[bool] = True
-    after_message: ClassVar[tuple[Piece, ...]] = ((TXT, "\n"),)
-    transcript_joiner: ClassVar[str] = ""
+    #: ``<|im_start|>ROLE[ name=NAME]\n``: four roles (read by ``frames.parse_chatml_header``)
+    header_style: ClassVar[HeaderStyle] = HeaderStyle(RoleGrammar(("system", "tool", "user", "assistant")))
+    text_layout: ClassVar[TextLayout] = TextLayout(whole_runs=True, after_message=((TXT, "\n"),))
+    transcript: ClassVar[TranscriptStyle] = TranscriptStyle(joiner="")
     #: the OpenAI view reads an assistant frame as a turn (``turn_of``: think block, answer, calls)
-    turn_blocks: ClassVar[bool] = True
+    #: an assistant frame is one turn of blocks; reasoning is written inside it: the CoT policy
+    #: applies first (``Encoder.prepare``), ``reasoning=`` decides what the rest becomes
+    turns: ClassVar[TurnShape] = TurnShape(blocks=True, inline_reasoning=True)
 
     def __init__(self, tokenizer, *, validate_bodies: bool = True, layout: str = "deployed",
                  bos_eos: bool = False, default_system: str | None = None, reasoning: str = "error") -> None:
@@ -114,9 +117,6 @@ class ChatML(Format):
     def init_options(self) -> dict[str, Any]:
         return {"layout": self.layout.value, "bos_eos": self.bos_eos, "default_system": self.default_system,
                 "reasoning": self.reasoning.value}
-
-    #: the CoT policy applies first (``Encoder.prepare``); ``reasoning=`` decides what the rest becomes
-    inline_reasoning = True
 
     def mask_unsupported(self, policy: MaskPolicy) -> str | None:
         if policy.channels is not None or not policy.tool_call_bodies:
@@ -204,7 +204,7 @@ class ChatML(Format):
             name = name[len("functions."):]
         if json.dumps(name, ensure_ascii=False)[1:-1] != name:
             # Qwen's layout puts the name inside a JSON string as it is: a quote, a backslash or a
-            # control character would write a call that reads back as no call (chatml_turns)
+            # control character would write a call that reads back as no call (chatml.turns)
             raise CallSchemaError(f"tool name {name!r} cannot be written in a <tool_call>: JSON would need to "
                                   "escape it", index=i, field="name",
                                   hint="use a tool name of letters, digits, '_', '-' or '.' (OpenAI's rule)")
@@ -225,7 +225,7 @@ class ChatML(Format):
         return head, ((CTL, "</s>"),)
 
     def read_header(self, text: str) -> Header:
-        from .chatml_frames import parse_chatml_header
+        from .frames import parse_chatml_header
 
         return parse_chatml_header(text.split("\n", 1)[0], self.roles)
 
@@ -253,14 +253,14 @@ class ChatML(Format):
     # -- reading back -------------------------------------------------------------
     def frame_machine(self, *, strict: bool, role: str | None, emit: Callable[[Any], None] | None = None,
                       markers: frozenset[str] = frozenset()) -> FrameMachine:
-        from .chatml_frames import ChatMLMachine
+        from .frames import ChatMLMachine
 
         return ChatMLMachine(strict=strict, role=role, emit=emit, roles=self.roles,
                              literal=self.layout is Layout.LITERAL, terminators=self.stop_reasons(role),
                              think=self.reasoning is Reasoning.THINK)
 
     def turn_of(self, m: Message, end: str, role: str | None) -> Message:
-        """An assistant frame with its turn read (``chatml_turns``): reasoning, answer and calls as
+        """An assistant frame with its turn read (``chatml.turns``): reasoning, answer and calls as
         ``structured`` parts for the OpenAI view; a fill-in-the-middle middle is all answer."""
         if m.role != "assistant":
             return m
@@ -270,7 +270,7 @@ class ChatML(Format):
         return m.with_(structured=read_turn(m.content, think=self.reasoning is Reasoning.THINK, end=end))
 
     def fim_pieces(self, **kw: Any) -> list[tuple[Piece, bool, int]]:
-        from .chatml_fim import fim_pieces
+        from .fim import fim_pieces
 
         return fim_pieces(self, **kw)
 
@@ -294,7 +294,7 @@ def tools_block(tools: Sequence[Mapping[str, Any]]) -> str:
 def tool_calls_of(message: Message | str) -> list[dict[str, Any]]:
     """The ``<tool_call>`` JSON objects of an assistant frame (Qwen2.5 layout), in order, as
     ``{"name", "arguments"}`` (arguments parsed); a call that cannot be read is skipped
-    (``chatml_turns.read_call``'s rule; ``to_openai`` reports it)."""
+    (``chatml.turns.read_call``'s rule; ``to_openai`` reports it)."""
     text = message if isinstance(message, str) else message.content
     out: list[dict[str, Any]] = []
     pos = 0

@@ -9,7 +9,7 @@ round trip (a missing key means "pydantic default").  Our ``to_dict`` writes an 
 ``knowledge_cutoff``, ``channel_config``), which openai-harmony reads back correctly too, and
 omits the rest when ``None``.
 
-The text openai-harmony writes for this content is ``harmony_sections``'.  The built-in
+The text openai-harmony writes for this content is ``harmony.sections``'.  The built-in
 ``browser``/``python`` namespace texts are not part of ocml: :func:`builtin_namespace` asks
 openai-harmony for them at run time.
 """
@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ocml.encoder.formats.json_fields import copy_json, need_mapping, need_str, type_name
+from ..json_fields import copy_json, need_mapping, need_str, type_name
 from ocml.encoder.sections import SECTIONS, content_key
 from ocml.vocab.errors import DependencyError, InputError, UnknownNameError
 

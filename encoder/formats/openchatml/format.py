@@ -19,28 +19,38 @@ import re
 from operator import attrgetter
 from typing import ClassVar
 
-from ..errors import CallSchemaError
-from ..messages import Conversation, Message
-from ..pieces import CTL, TXT, MessagePlan, Piece
-from .base import Format, PlanContext
-from .harmony import _synthesize
-from .harmony_content import DeveloperContent, SystemContent
-from .harmony_sections import developer_text, system_text
+from ...errors import CallSchemaError
+from ...messages import CHANNELS, Conversation, Message
+from ...pieces import CTL, TXT, MessagePlan, Piece
+from ...grammar.headers import HeaderStyle
+from ...grammar.roles import BASE_ROLES, TOOL_NAME, RoleGrammar
+from ..base import Format, PlanContext
+from ..strategies import TranscriptStyle
+from ..harmony.format import _synthesize
+from ..harmony.frame import HarmonyFrame
+from ..harmony.content import DeveloperContent, SystemContent
+from ..harmony.sections import developer_text, system_text
 
 
-class OpenChatML22(Format):
+#: §4, §15 ABNF: the five roles and the legacy tool-reply role ``functions.NAME``; nothing else
+#: (``browser.search`` is a recipient, ``to=browser.search``, and its reply ``tool name=browser.search``)
+ROLES = RoleGrammar(BASE_ROLES, tool_word=re.compile(r"functions\." + TOOL_NAME))
+
+
+class OpenChatML22(HarmonyFrame):
     name: ClassVar[str] = "openchatml-2.2"
-    transcript_version: ClassVar[str | None] = "2.2"
-    header_attributes: ClassVar[tuple[tuple[str, str], ...]] = (
+    transcript: ClassVar[TranscriptStyle] = TranscriptStyle(version="2.2")
+    #: attributes after the role (§6), then ``<|channel|>``, ``<|constrain|>``
+    header_style: ClassVar[HeaderStyle] = HeaderStyle(ROLES, channels=CHANNELS, attributes=(
         ("recipient", "to"), ("call_id", "call_id"), ("name", "name"), ("intent", "intent"),
-        ("content_type", "content_type"))
+        ("content_type", "content_type")))
 
     def __init__(self, tokenizer, *, validate_bodies: bool = True, require_call_ids: bool = False) -> None:
         super().__init__(tokenizer, validate_bodies=validate_bodies)
         self.require_call_ids = require_call_ids
-        # header_attributes read as one C call per message (plan runs per message with a non-plain body)
-        self._attr_names = tuple(attr for _, attr in self.header_attributes)
-        self._attr_values = attrgetter(*(key for key, _ in self.header_attributes))
+        # header attributes read as one C call per message (plan runs per message with a non-plain body)
+        self._attr_names = tuple(attr for _, attr in self.header_style.attributes)
+        self._attr_values = attrgetter(*(key for key, _ in self.header_style.attributes))
         markers = [mk for mk in self.table.markers if tokenizer.control_id(mk) is not None]
         self._markers_re = re.compile("(" + "|".join(map(re.escape, markers)) + ")") if markers else None
 
@@ -86,7 +96,7 @@ class OpenChatML22(Format):
             header.append((TXT, a))
         if m.channel is not None:
             header += ((CTL, "<|channel|>"), (TXT, m.channel))
-        if m.constrain is not None and self.has_constrain:
+        if m.constrain is not None and self.header_style.constrain:
             header += ((CTL, "<|constrain|>"), (TXT, m.constrain))
         header.append((CTL, "<|message|>"))
         s = m.structured
@@ -118,9 +128,9 @@ class OpenChatML20(OpenChatML22):
     """
 
     name: ClassVar[str] = "openchatml-2.0"
-    transcript_version: ClassVar[str | None] = "2.0"
-    header_attributes: ClassVar[tuple[tuple[str, str], ...]] = (("recipient", "to"), ("name", "name"))
-    has_constrain: ClassVar[bool] = False
+    transcript: ClassVar[TranscriptStyle] = TranscriptStyle(version="2.0")
+    header_style: ClassVar[HeaderStyle] = HeaderStyle(ROLES, channels=CHANNELS, constrain=False,
+                                                      attributes=(("recipient", "to"), ("name", "name")))
 
     def normalize(self, conv: Conversation) -> Conversation:
         conv = super().normalize(conv)

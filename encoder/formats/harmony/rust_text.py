@@ -5,8 +5,8 @@ A tool schema's ``default`` travels Python ``json.dumps`` -> serde_json ``Value`
 ``Display`` (:func:`json_value_text`): integers outside u64/i64 and all floats go through
 serde_json's fast, inexact float parser and come out in ryu's layout (``1.0``, ``1e16``,
 ``0.00001``).  Descriptions are split into comment lines with Rust's ``str::lines``
-(:func:`rust_lines`).  Used by the schema converter (``harmony_schema``) and the section text
-(``harmony_sections``).
+(:func:`rust_lines`).  Used by the schema converter (``harmony.schema``) and the section text
+(``harmony.sections``).
 """
 
 from __future__ import annotations

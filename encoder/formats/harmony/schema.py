@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ocml.encoder.formats.rust_text import json_value_text, key_text
+from .rust_text import json_value_text, key_text
 
 __all__ = ["json_schema_to_typescript"]
 

@@ -13,7 +13,7 @@ fill-in-the-middle middle (after ``<|fim_middle|>``): one assistant message ende
 ``</s>``, ``<|file_separator|>``, ``<|fim_suffix|>`` or ``<|im_end|>``.
 
 An assistant frame's content (not a fill-in-the-middle middle) is read as a turn while it
-streams (``chatml_turns.TurnReader``): its ``Delta`` events are the reasoning of a ``<think>``
+streams (``chatml.turns.TurnReader``): its ``Delta`` events are the reasoning of a ``<think>``
 block (channel ``analysis``), the answer (no channel, visible) and markup - the tags, their
 layout newlines, each whole call - (channel ``commentary``, hidden), so the concatenated
 deltas are still the message's content; what could still be markup is held back.  Calls
@@ -28,12 +28,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import HeaderError
-from ..events import new_delta
-from ..frames import FrameMachine
-from ..grammar.headers import Header
-from .chatml_fim import FIM_ROLE
-from .chatml_turns import CHANNELS, TurnReader, plain_table
+from ...errors import HeaderError
+from ...events import new_delta
+from ...frames import FrameMachine
+from ...grammar.headers import Header
+from .fim import FIM_ROLE
+from .turns import CHANNELS, TurnReader, plain_table
 
 START = "<|im_start|>"
 
@@ -67,7 +67,7 @@ class ChatMLMachine(FrameMachine):
     def __init__(self, *, strict: bool, role: str | None, emit: Callable[[Any], None] | None,
                  roles: tuple[str, ...], literal: bool, terminators: Mapping[str, str], think: bool = False) -> None:
         # terminators: ChatML.stop_reasons(role), the FIM middle ends at more (the token data's)
-        super().__init__(harmony=False, strict=strict, role=None, emit=emit, terminators=terminators)
+        super().__init__(strict=strict, role=None, emit=emit, terminators=terminators)
         self.roles = roles
         fim = role == FIM_ROLE
         self.literal = literal and not fim

@@ -46,7 +46,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..messages import Message
+from ...messages import Message
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
