@@ -111,11 +111,15 @@ def test_shape_mask_invariants(cell):
     w, rec = want(cell), golden.case(cell.case)["record"]
     trained = "".join(w["trained_text"])
     name = cell.case.removeprefix("shape-")
+    from ocml.encoder.inputs.text import end_of_text_id
+
+    tok = golden.encoder_of(cell).tokenizer
+    eot = tok.special_ids[end_of_text_id(tok)]  # <|endoftext|>; the encoding's own eos (Llama 3's <|end_of_text|>)
     if name == "text":
-        assert w["mask"] == [1] * len(w["ids"]) and w["text"] == rec["text"] + "<|endoftext|>"
+        assert w["mask"] == [1] * len(w["ids"]) and w["text"] == rec["text"] + eot
     elif name == "prompt-completion-standard":
-        assert w["text"] == rec["prompt"] + rec["completion"] + "<|endoftext|>"
-        assert trained == rec["completion"] + "<|endoftext|>"
+        assert w["text"] == rec["prompt"] + rec["completion"] + eot
+        assert trained == rec["completion"] + eot
     elif name == "prompt-completion-full-loss":
         assert w["mask"] == [1] * len(w["ids"])
     elif name.startswith("alpaca"):

@@ -57,6 +57,13 @@ def folders(tmp_path_factory, hf_folders) -> dict[str, Path]:  # type: ignore[no
         # the real Apertus folder declares <s> as bos (its template starts with {{ bos_token }})
         "apertus": _folder(hf_folders, root, "apertus", "apertus", apertus_template.read_text("utf-8"), bos_token="<s>"),
         "phi3": _folder(hf_folders, root, "phi3", "chatml", (trl / "phi3.jinja").read_text("utf-8"), "cl100k_base"),
+        # Llama 3 folders: the llama3 encoding (Meta's ids), bos declared as the real folders do
+        "llama3.1": _folder(hf_folders, root, "llama3.1", "llama3", (trl / "llama3_1.jinja").read_text("utf-8"),
+                            bos_token="<|begin_of_text|>"),
+        "llama3.2": _folder(hf_folders, root, "llama3.2", "llama3", (trl / "llama3_2.jinja").read_text("utf-8"),
+                            bos_token="<|begin_of_text|>"),
+        "llama3": _folder(hf_folders, root, "llama3", "llama3", (trl / "llama3.jinja").read_text("utf-8"),
+                          bos_token="<|begin_of_text|>"),
     }
     gen = out["gpt-oss"] / "generation_config.json"
     gen.write_text(json.dumps({**json.loads(gen.read_text("utf-8")), "eos_token_id": [200002, 199999]}), "utf-8")
@@ -92,6 +99,20 @@ def test_apertus_reference_template_is_apertus(folders):
     assert det.format == "apertus" and det.matched
     tools = next(p for p in det.result.probes if p.probe == "tools")
     assert tools.status == "template-error"  # the reference template does not read OpenAI-wrapped tools
+
+
+def test_llama3_templates_are_llama3(folders):
+    """3.1: the fixed date; 3.2: today's (strftime_now), passed as date= in Llama's spelling; 3.0: no
+    system header."""
+    det = detect_format(folders["llama3.1"])
+    assert det.format == "llama3" and det.matched and det.options == {}
+    det = detect_format(folders["llama3.2"])  # the template reads the clock: so does detection
+    assert det.format == "llama3" and det.matched and det.result.candidate.dated == "encoder"
+    assert det.result.candidate.encoder_options("2026-03-02") == {"date": "02 Mar 2026"}
+    assert any("strftime_now" in w for w in det.warnings)
+    det = detect_format(folders["llama3"])
+    assert det.format == "llama3" and det.options == {"system_header": False}
+    assert {"user", "multi-turn"} <= {p.probe for p in det.result.probes if p.matched}
 
 
 def test_a_template_no_format_speaks_is_a_typed_error_naming_the_closest(folders):

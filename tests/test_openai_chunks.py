@@ -29,6 +29,8 @@ TOOLS = [{"type": "function", "function": {"name": "get_weather", "description":
                                            "parameters": {"type": "object",
                                                           "properties": {"city": {"type": "string"}}}}}]
 _ENCS: dict[tuple[str, str | None], encoder.Encoder] = {}
+#: formats with no place for reasoning (ChatML by default, Llama 3)
+NO_REASONING = ("chatml", "llama3")
 
 
 def enc_for(fmt: str, tok: str | None) -> encoder.Encoder:
@@ -42,7 +44,7 @@ def turns(fmt: str, text: str = "It is sunny, 24 °C 🌞.") -> dict[str, dict]:
     call = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
     out = {"final": {"role": "assistant", "content": text},
            "call": {"role": "assistant", "content": None, "tool_calls": [call]}}
-    if fmt != "chatml":
+    if fmt not in NO_REASONING:
         out["reasoning+final"] = {"role": "assistant", "content": text, "reasoning_content": "Think: sun.\nOk."}
         out["reasoning+call"] = {"role": "assistant", "content": None, "reasoning_content": "Need the tool.",
                                  "tool_calls": [call]}
@@ -176,7 +178,7 @@ def test_engine_stripped_stop(fmt, tok):
     """vLLM strips the stop id / string: finish(stop_reason=...) or eos=True restores stop / tool_calls."""
     enc = enc_for(fmt, tok)
     stops = enc.format.stop_reasons("assistant")
-    for name in ("final", "call", "reasoning+call") if fmt != "chatml" else ("final", "call"):
+    for name in ("final", "call", "reasoning+call") if fmt not in NO_REASONING else ("final", "call"):
         ids = completion(enc, turns(fmt)[name])
         want = expected(enc, ids)
         # the stop as the engine reports it: the id when registered, else its text (and which ids spell it)

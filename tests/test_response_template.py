@@ -250,7 +250,8 @@ def serving_errors(template: dict) -> list[str]:
 #: the fields each format's template must have: ``--reasoning-parser`` needs ``thinking``,
 #: ``--tool-call-parser`` needs ``tool_calls`` (ChatML: at least the content)
 REQUIRED_FIELDS = {"harmony": SERVING_FIELDS, "openchatml-2.2": SERVING_FIELDS, "openchatml-2.0": SERVING_FIELDS,
-                   "apertus": SERVING_FIELDS, "chatml": {"content"}}
+                   "apertus": SERVING_FIELDS, "chatml": {"content"},
+                   "llama3": {"content", "tool_calls"}}
 
 
 @pytest.mark.parametrize("fmt", vocab.FORMAT_NAMES)

@@ -16,6 +16,7 @@ EXPECTED = {
     "openchatml-2.0": ("<|return|>", "<|call|>"),
     "chatml": ("<|im_end|>", "</s>"),
     "apertus": ("<|assistant_end|>", "<|tools_suffix|>", "</s>"),
+    "llama3": ("<|eot_id|>", "<|eom_id|>", "<|end_of_text|>"),
 }
 
 

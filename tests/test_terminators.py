@@ -28,7 +28,10 @@ VARIANTS: dict[str, list[dict]] = {
     "openchatml-2.0": [{}],
     "chatml": [{}, {"layout": "v0.1-literal"}, {"bos_eos": True}, {"reasoning": "think"}],
     "apertus": [{}, {"enable_thinking": True}],
+    "llama3": [{}, {"builtin_tools": ["get_weather"]}, {"system_header": False}],
 }
+#: the options a format writes its call control with (Llama 3: <|eom_id|> ends a built-in tool's call)
+CALL_OPTIONS: dict[str, dict] = {"llama3": {"builtin_tools": ["get_weather"]}}
 
 
 def data(name: str) -> dict:
@@ -143,6 +146,8 @@ def completion(name: str, control: str) -> list[str]:
         return ["<|channel|>", "final", "<|message|>", "It is sunny.", control]
     if name == "apertus" and control == "<|tools_suffix|>":
         return ["<|tools_prefix|>", '[{"get_weather": {"city": "Bern"}}]', control]
+    if name == "llama3" and control == "<|eom_id|>":
+        return ["<|python_tag|>", 'get_weather.call(city="Bern")', control]
     return ["It is sunny.", control]
 
 
@@ -168,7 +173,9 @@ def test_a_completion_ending_in_each_stop_agrees_with_the_table(name, role, cont
     if role == "assistant":
         choice = enc.to_openai(ids, role=role)
         # the last message is the call (Apertus: the last part of the turn, its calls' block)
-        last = (parts_of(res.messages[-1]) or (res.messages[-1],))[-1]
+        # (a format that reads its turns from the text - ChatML, Llama 3 - through its turn_of)
+        read = enc.format.turn_of(res.messages[-1], res.ends[-1], role)
+        last = (parts_of(read) or (read,))[-1]
         call = reason == "call" and last.is_tool_call
         assert choice.finish_reason == ("tool_calls" if call else "stop")
         assert call or reason != "call"
@@ -192,7 +199,7 @@ CONVERSATIONS = {
 @pytest.mark.parametrize("case", sorted(CONVERSATIONS))
 def test_a_render_ends_each_message_with_a_table_control_and_parse_reads_its_reason(name, mode, case):
     raw = data(name)
-    enc = encoder.Encoder(name)
+    enc = encoder.Encoder(name, **(CALL_OPTIONS.get(name, {}) if case == "call" else {}))
     r = enc.render({"messages": CONVERSATIONS[case]}, mode)
     names = {i: c for c, i in ((c, enc.tokenizer.control_id(c)) for c in raw["end_reasons"]) if i is not None}
     ends = [names[i] for i in r.ids.tolist() if i in names]

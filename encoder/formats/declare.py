@@ -51,6 +51,8 @@ class Candidate:
     format: str
     options: tuple[tuple[str, Any], ...] = ()
     dated: str | None = None   # None, "encoder" (Encoder(date=)) or "conversation" ({"date": ...})
+    #: how the format writes the date (``strftime``; Llama 3.2's template: ``%d %b %Y``)
+    date_format: str = "%Y-%m-%d"
 
     @property
     def label(self) -> str:
@@ -60,8 +62,14 @@ class Candidate:
     def encoder_options(self, today: str | None) -> dict[str, Any]:
         opts = dict(self.options)
         if self.dated == "encoder" and today is not None:
-            opts["date"] = today
+            opts["date"] = self.date_text(today)
         return opts
+
+    def date_text(self, today: str) -> str:
+        """``today`` (ISO) as this format writes it."""
+        from datetime import date
+
+        return date.fromisoformat(today).strftime(self.date_format)
 
 
 @dataclass(frozen=True)

@@ -157,7 +157,7 @@ def _compare(folder: ModelFolder, cand: Candidate, probes: list[dict[str, Any]],
         if probe.get("tools"):
             conv["tools"] = tools
         if cand.dated == "conversation":
-            conv["date"] = today
+            conv["date"] = cand.date_text(today)
         try:
             got = enc.render(conv, mode="prompt" if probe["generation_prompt"] else "train").ids.tolist()
         except OcmlError as exc:
