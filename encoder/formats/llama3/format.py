@@ -43,14 +43,16 @@ from ...errors import CallSchemaError, HeaderError, InputError, UnrepresentableE
 from ...grammar.headers import Header, HeaderStyle
 from ...grammar.roles import RoleGrammar
 from ...messages import Conversation, Message
-from ...pieces import CTL, TXT, MessagePlan, Piece
+from ...plan import CTL, TXT, MessagePlan, Piece
 from ..base import Format, PlanContext
 from ..strategies import TextLayout, TranscriptStyle, TurnShape
 from .calls import PYTHON_TAG, Llama3Frame, builtin_call_text, call_text, read_turn
 from .frames import END_HEADER, LEAD, START, Llama3Machine
 
 if TYPE_CHECKING:
-    from ...frames import FrameMachine
+    from ocml.vocab import Tokenizer
+
+    from ...read.frames import FrameMachine
     from ...masks import Flags, MaskPolicy
 
 BOS, EOT, EOM = "<|begin_of_text|>", "<|eot_id|>", "<|eom_id|>"
@@ -76,7 +78,7 @@ class Llama3(Format):
     #: reasoning kept is ``E-INPUT-REASONING``: Llama 3 has no place for it)
     turns: ClassVar[TurnShape] = TurnShape(blocks=True, inline_reasoning=True)
 
-    def __init__(self, tokenizer, *, validate_bodies: bool = True, system_header: bool = True,
+    def __init__(self, tokenizer: Tokenizer, *, validate_bodies: bool = True, system_header: bool = True,
                  date: str = DEFAULT_DATE, knowledge_cutoff: str = DEFAULT_CUTOFF,
                  builtin_tools: Sequence[str] = (), tools_in_user_message: bool = True,
                  tool_results: str = "json") -> None:
@@ -84,9 +86,9 @@ class Llama3(Format):
         for key, val in (("system_header", system_header), ("tools_in_user_message", tools_in_user_message)):
             if type(val) is not bool:
                 raise InputError(f"{key} must be True or False, got {val!r}", field=key)
-        for key, val in (("date", date), ("knowledge_cutoff", knowledge_cutoff)):
-            if not isinstance(val, str):
-                raise InputError(f"{key} must be a string, got {val!r}", field=key, hint="e.g. date='26 Jul 2024'")
+        for key, text in (("date", date), ("knowledge_cutoff", knowledge_cutoff)):
+            if not isinstance(text, str):
+                raise InputError(f"{key} must be a string, got {text!r}", field=key, hint="e.g. date='26 Jul 2024'")
         if isinstance(builtin_tools, str) or not all(isinstance(t, str) for t in builtin_tools):
             raise InputError("builtin_tools must be a list of tool names", field="builtin_tools",
                              hint="e.g. ['brave_search', 'wolfram_alpha']")

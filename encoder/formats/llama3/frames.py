@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...events import new_delta
-from ...frames import FrameMachine
+from ...read.frames import FrameMachine
 from ...grammar.headers import Header
 from .calls import PYTHON_TAG, read_call
 
