@@ -17,9 +17,11 @@ import pytest
 from ocml import encoder
 from ocml.encoder.errors import OcmlError, UnknownNameError, UnrepresentableError
 from ocml.encoder.template import chat_template
+from ocml.encoder.formats import format_class
 from test_template_parity import FORMATS, cases, hf_call, rendered, stack
 
 import transformers
+from jinja2 import TemplateError
 
 
 @pytest.fixture(scope="module")
@@ -106,8 +108,14 @@ def _string_arguments(conv: dict[str, Any]) -> dict[str, Any]:
                                         else json.dumps(c["function"]["arguments"], ensure_ascii=False)}}
                      for c in m["tool_calls"]]
             m = {**m, "tool_calls": calls}
+        if m.get("role") == "tool" and isinstance(m.get("content"), str):  # Llama 3 writes it with tojson
+            m = {**m, "content": m["content"].translate(_TOJSON_ESCAPED)}
         msgs.append(m)
     return {**conv, "messages": msgs}
+
+
+#: what MiniJinja's ``tojson`` escapes and HF's does not (docs/templates.md)
+_TOJSON_ESCAPED = str.maketrans("", "", "<>&'")
 
 
 def test_minijinja_renders_the_inference_template_as_transformers_does(harmony_hf):
@@ -126,10 +134,17 @@ def test_minijinja_renders_the_inference_template_as_transformers_does(harmony_h
         template = enc.chat_template()
         for conv in map(_string_arguments, cases(14, 30, fmt)):
             opts = {k: v for k, v in conv.items() if k != "messages"}
+            # HF drops null-valued message keys before rendering; so do we here
+            msgs = [{k: v for k, v in m.items() if v is not None} for m in conv["messages"]]
             for gp in (True, False):
-                want = hf.apply_chat_template(conv["messages"], tokenize=False, add_generation_prompt=gp, **opts)
-                # HF drops null-valued message keys before rendering; so do we here
-                msgs = [{k: v for k, v in m.items() if v is not None} for m in conv["messages"]]
+                try:
+                    want = hf.apply_chat_template(conv["messages"], tokenize=False, add_generation_prompt=gp, **opts)
+                except TemplateError:  # a conversation the format refuses (Llama 3: parallel calls):
+                    with pytest.raises(OcmlError):  # render refuses it too, and so does MiniJinja
+                        enc.render(conv, mode="prompt")
+                    with pytest.raises(Exception, match="E-"):
+                        env.render_str(template, messages=msgs, add_generation_prompt=gp, **opts)
+                    continue
                 got = env.render_str(template, messages=msgs, add_generation_prompt=gp, **opts)
                 assert got == want
 
@@ -185,11 +200,15 @@ def test_cot_policy_is_baked_in_and_can_be_passed(harmony_hf, cot):
                                   {"roles": ["assistant", "user"], "terminator": False, "tool_call_bodies": False}])
 def test_mask_policy_is_baked_into_the_training_template(harmony_hf, fmt, mask):
     _enc, harmony_base = harmony_hf
-    if fmt in ("chatml", "apertus") and mask != "last":  # one frame per turn: channel / body masks cannot apply
+    if format_class(fmt).turns.blocks and mask in ("final", "no-analysis"):  # one frame per turn: no channels
         with pytest.raises(OcmlError, match="has no effect"):
             encoder.Encoder(fmt, mask=mask)
         return
-    enc = encoder.Encoder(fmt, mask=mask)
+    try:
+        enc = encoder.Encoder(fmt, mask=mask)
+    except OcmlError as exc:  # ChatML / Apertus: a turn's tool bodies are inside the frame the mask keeps
+        assert format_class(fmt).turns.blocks and "has no effect" in str(exc), exc
+        return
     hf = _hf_for(enc, harmony_base) if fmt == "harmony" else _mask_stack(fmt, enc)
     for k, conv, r in rendered(enc, cases(16, 25, fmt), "train"):
         out = hf_call(hf, conv, chat_template="training", return_assistant_tokens_mask=True)

@@ -23,7 +23,7 @@ from ocml import encoder
 from ocml.encoder.errors import OcmlError
 from ocml.encoder.formats import format_class
 from ocml.encoder.formats.chatml import QWEN_SYSTEM
-from test_template_parity import FORMATS, cases, hf_call, openai_conversation, stack
+from test_template_parity import FORMATS, MIN_VALID, cases, hf_call, openai_conversation, stack
 
 #: per format: each constructor option and the values tried (the first is the default)
 OPTION_VALUES: dict[str, dict[str, tuple[Any, ...]]] = {
@@ -34,6 +34,10 @@ OPTION_VALUES: dict[str, dict[str, tuple[Any, ...]]] = {
     "harmony": {"recipient_after_channel": (False, True)},
     "openchatml-2.2": {},
     "openchatml-2.0": {},
+    "llama3": {"system_header": (True, False), "date": ("26 Jul 2024", "02 Jan 2025"),
+               "knowledge_cutoff": ("December 2023", "March 2025"),
+               "builtin_tools": ((), ("brave_search", "wolfram_alpha")), "tools_in_user_message": (True, False),
+               "tool_results": ("json", "raw")},
 }
 #: constructor arguments that are not layout options: validation switches, which a template does
 #: not apply (``validate_bodies``: a template cannot parse JSON; ``require_call_ids``: OpenChatML
@@ -111,7 +115,7 @@ def test_templates_follow_the_option(fmt, name, value):
                 assert not isinstance(out, Exception), f"case {k}: {out!r}\n{conv}"
                 assert out["input_ids"] == r.ids.tolist(), f"case {k} prompt"
             seen["ok"] += 1
-    assert seen["ok"] >= 40
+    assert seen["ok"] >= 40 * MIN_VALID.get(fmt, 0.75) / 0.75  # most generated conversations are tried
     if fmt == "chatml" and enc.format.reasoning.value == "error":
         assert seen["refused"] > 0  # the conversations with reasoning
 
