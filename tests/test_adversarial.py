@@ -17,7 +17,9 @@ import pytest
 
 from ocml.encoder.errors import HeaderError
 from ocml.encoder.events import Delta, Error, MessageEnd, MessageStart, Stop
-from test_stream import MODES, build, byte_ids, check_stream, ctl, merge, msgs, stream
+
+from support.stream import MODES, build, byte_ids, check_stream, ctl, merge, msgs, stream
+from support.paths import TESTS
 
 
 def _codes(events):
@@ -513,16 +515,14 @@ COVERAGE: dict[int, list[str]] = {
 def test_coverage_table_names_existing_tests():
     """Every case 1-49 is mapped, and every test named in ``COVERAGE`` exists."""
     import ast
-    from pathlib import Path
 
     assert sorted(COVERAGE) == list(range(1, 50))
-    here = Path(__file__).parent
     defined: dict[str, set[str]] = {}
     for refs in COVERAGE.values():
         assert refs
         for ref in refs:
             fname, test = ref.split("::")
             if fname not in defined:
-                tree = ast.parse((here / fname).read_text())
+                tree = ast.parse(next(TESTS.rglob(fname)).read_text())
                 defined[fname] = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
             assert test in defined[fname], ref

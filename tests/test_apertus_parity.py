@@ -17,11 +17,13 @@ import json
 import random
 
 import pytest
-from shared_data import shared
+
+from support.paths import shared
 
 from ocml import encoder
-from gen import schema
-from test_apertus import CONTROLS, conversation, words
+
+from support.gen import schema
+from support.apertus import CONTROLS, conversation, words
 
 from transformers.utils.chat_template_utils import render_jinja_template
 REFDATA = shared("refdata")

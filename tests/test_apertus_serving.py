@@ -21,40 +21,12 @@ from ocml import encoder
 from ocml.encoder.errors import UnrepresentableError
 from ocml.encoder.openai_chunks import accumulate
 
-from test_openai_chunks import after  # noqa: E402
+from support.apertus_serving import SHAPES, call, completion, full
 
 TOKENIZERS = [None, "o200k_base"]  # registered controls (the default), fallback (controls spelled as text)
 TOK_IDS = ["registered", "fallback"]
-CITY = {"type": "object", "properties": {"city": {"type": "string"}}}
-TOOLS = [{"type": "function", "function": {"name": n, "description": "d", "parameters": CITY}}
-         for n in ("get_weather", "get_time")]
-USER = {"role": "user", "content": "Weather in Oslo?"}
 
 
-def call(name: str, args: str) -> dict:
-    return {"type": "function", "function": {"name": name, "arguments": args}}
-
-
-#: assistant turns -> the OpenAI message to_openai gives back (without ids) and the finish reason
-SHAPES = {
-    "thoughts+answer": ({"role": "assistant", "reasoning_content": "Think.", "content": "Sunny."},
-                        {"role": "assistant", "content": "Sunny.", "reasoning_content": "Think."}, "stop"),
-    "thoughts+call": ({"role": "assistant", "reasoning_content": "Let me check.",
-                       "tool_calls": [call("get_weather", '{"city": "Oslo"}')]},
-                      {"role": "assistant", "content": None, "reasoning_content": "Let me check.",
-                       "tool_calls": [call("get_weather", '{"city": "Oslo"}')]}, "tool_calls"),
-    "answer": ({"role": "assistant", "content": "It is sunny, 24 °C 🌞."},
-               {"role": "assistant", "content": "It is sunny, 24 °C 🌞."}, "stop"),
-    "call": ({"role": "assistant", "content": None, "tool_calls": [call("get_weather", '{"city": "Oslo"}')]},
-             {"role": "assistant", "content": None, "tool_calls": [call("get_weather", '{"city": "Oslo"}')]},
-             "tool_calls"),
-    "thoughts+answer+calls": (
-        {"role": "assistant", "reasoning_content": "Two tools.", "content": "Let me look.",
-         "tool_calls": [call("get_weather", '{"city": "Oslo"}'), call("get_time", '{"city": "Oslo", "n": [1, 2]}')]},
-        {"role": "assistant", "content": "Let me look.", "reasoning_content": "Two tools.",
-         "tool_calls": [call("get_weather", '{"city": "Oslo"}'), call("get_time", '{"city": "Oslo", "n": [1, 2]}')]},
-        "tool_calls"),
-}
 _ENCS: dict[str | None, encoder.Encoder] = {}
 
 
@@ -62,20 +34,6 @@ def enc_for(tok: str | None) -> encoder.Encoder:
     if tok not in _ENCS:
         _ENCS[tok] = encoder.Encoder("apertus", tokenizer=tok)
     return _ENCS[tok]
-
-
-def prompt(enc: encoder.Encoder) -> list[int]:
-    return enc.render({"messages": [USER], "tools": TOOLS}, mode="prompt").ids.tolist()
-
-
-def full(enc: encoder.Encoder, turn: dict) -> list[int]:
-    return enc.render({"messages": [USER, turn], "tools": TOOLS}, mode="train").ids.tolist()
-
-
-def completion(enc: encoder.Encoder, turn: dict) -> list[int]:
-    """What the model generates after the prompt (fallback: the text run crossing the prompt's
-    end, ``<|assistant_start|>`` spelled as text, tokenized from the cut: ``after``)."""
-    return after(enc, full(enc, turn), prompt(enc))
 
 
 def no_ids(message: dict) -> dict:

@@ -15,12 +15,14 @@ import random
 from pathlib import Path
 
 import pytest
-from shared_data import shared
+
+from support.paths import shared
 
 from ocml import encoder
 from ocml import vocab
 from ocml.encoder.formats.chatml import QWEN_SYSTEM
-from gen import schema
+
+from support.gen import schema
 
 from transformers.utils.chat_template_utils import render_jinja_template
 trl = pytest.importorskip("trl")

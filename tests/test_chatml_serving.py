@@ -24,8 +24,8 @@ from ocml.encoder.errors import OcmlError, ParseError
 from ocml.encoder.openai_chunks import accumulate
 from ocml.encoder.formats.chatml_turns import CALL_CLOSE, CALL_OPEN, THINK_CLOSE
 
-from shared_data import shared
-from test_openai_chunks import after
+from support.paths import shared
+from support.openai_chunks import after
 
 CITY = {"type": "object", "properties": {"city": {"type": "string"}}}
 TOOLS = [{"type": "function", "function": {"name": n, "description": "d", "parameters": CITY}}

@@ -12,7 +12,8 @@ import pytest
 
 from ocml.encoder.cli import EXIT_FAILED, EXIT_OK, EXIT_PIPE, EXIT_USAGE, main
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.paths import ROOT
+
 EXAMPLE = ROOT / "examples" / "weather_tool_call.json"
 CONV = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
 
@@ -136,7 +137,7 @@ def test_template_slot_convention() -> None:
 def test_tokenizer_option_takes_an_hf_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str], hf_folders) -> None:
     """``--tokenizer DIR`` (a save_pretrained folder) renders the same ids as the format's own tokenizer."""
     hf_folders.folder(tmp_path / "tok", "harmony")
-    conv = Path(__file__).resolve().parents[1] / "examples" / "weather_tool_call.json"
+    conv = ROOT / "examples" / "weather_tool_call.json"
     assert main(["render", str(conv), "--format", "harmony", "--json"]) == EXIT_OK
     want = json.loads(capsys.readouterr().out)["ids"]
     for spec in (tmp_path / "tok", tmp_path / "tok" / "tokenizer.json"):

@@ -23,7 +23,9 @@ from ocml.encoder.errors import OcmlError
 from ocml.encoder.pipeline.records import conversation_from_record
 from ocml.encoder.pipeline.run import PackOptions, run
 
-CORPUS = Path(__file__).resolve().parent / "fixtures" / "datasets"
+from support.paths import FIXTURES
+
+CORPUS = FIXTURES / "datasets"
 EXPECTED: dict[str, Any] = json.loads((CORPUS / "expected.json").read_text("utf-8"))
 FILES = sorted(EXPECTED)
 #: format -> tokenizers: registered (the format's default) and fallback (controls spelled as text)

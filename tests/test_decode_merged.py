@@ -26,8 +26,8 @@ from ocml.encoder.errors import UnrepresentableError
 from ocml.encoder.openai_chunks import accumulate
 from ocml.encoder.stops import first_stop, hf_stopping_criteria
 
-from test_openai_chunks import TOOLS, USER, completion, turns
-from test_response_template import check as template_check
+from support.openai_chunks import TOOLS, USER, completion, turns
+from support.response_template import check as template_check
 
 #: formats (openchatml-1.x is an alias of 2.2: the same reader) x tokenizer (None: registered)
 FORMATS = ("openchatml-2.2", "openchatml-1.x", "openchatml-2.0", "harmony", "chatml", "apertus")

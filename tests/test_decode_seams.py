@@ -270,7 +270,7 @@ def test_envelopes_validate_with_the_openai_types(fmt):
     full = enc.render({"messages": [user, turn], "tools": TOOLS}).ids.tolist()
     ids = full[len(prompt):] if full[:len(prompt)] == prompt else None
     if ids is None:  # a run merged across the cut (ChatML): the completion as test_openai_chunks makes it
-        from test_openai_chunks import after
+        from support.openai_chunks import after
 
         ids = after(enc, full, prompt)
     choice = enc.to_openai(ids, tools=TOOLS)

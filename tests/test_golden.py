@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-import golden
+from support import golden
 from ocml import encoder
 from ocml.encoder.formats import RENDERABLE
 

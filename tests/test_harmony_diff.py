@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from gen import harmony_conversation
+from support.gen import harmony_conversation
 
 N_CONVERSATIONS = 1500
 

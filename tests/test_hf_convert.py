@@ -31,7 +31,9 @@ from ocml.vocab import hf_convert as hc  # noqa: E402
 from ocml.vocab.onig_regex import onig_pattern  # noqa: E402
 from ocml.vocab.errors import VocabError  # noqa: E402
 
-ENCODINGS_JSON = Path(__file__).resolve().parents[1] / "vocab" / "data" / "encodings.json"
+from support.paths import ROOT
+
+ENCODINGS_JSON = ROOT / "vocab" / "data" / "encodings.json"
 ENCODINGS: dict[str, dict[str, Any]] = json.loads(ENCODINGS_JSON.read_text("utf-8"))
 NAMES = ["o200k_base", "cl100k_base"]
 

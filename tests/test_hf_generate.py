@@ -21,7 +21,7 @@ from ocml.encoder.stops import hf_stopping_criteria, hf_streamer
 torch = pytest.importorskip("torch")
 import transformers  # noqa: E402
 
-from test_openai_chunks import TOOLS, USER, after, completion, turns  # noqa: E402
+from support.openai_chunks import TOOLS, USER, after, completion, turns  # noqa: E402
 
 _MODELS: dict[int, object] = {}
 

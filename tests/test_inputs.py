@@ -22,7 +22,6 @@ from ocml.encoder.inputs import ShapeOptions, detect_shape, render_pair
 from ocml.encoder.inputs.preference import extract_prompt
 from ocml.encoder.inputs.text import end_of_text_id
 
-ROOT = Path(__file__).resolve().parents[1]
 FORMATS = ["openchatml-2.2", "openchatml-2.0", "harmony", "chatml", "apertus"]
 WHOLE_RUN = {"chatml", "apertus"}  # text runs encoded whole: the prompt's last token may straddle
 _cache: dict[tuple, encoder.Encoder] = {}

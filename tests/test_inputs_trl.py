@@ -18,7 +18,6 @@ pytest.importorskip("accelerate")  # trl.trainer imports it
 from ocml import encoder  # noqa: E402
 from ocml.encoder.inputs import render_pair  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 U = [{"role": "user", "content": "What colour is the sky?"}]
 PAIRS = [{"prompt": U, "chosen": [{"role": "assistant", "content": "Blue."}],
           "rejected": [{"role": "assistant", "content": "Green, mostly, at dusk."}]},

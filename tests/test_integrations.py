@@ -28,8 +28,8 @@ from ocml.encoder.integrations.batches import drop_nulls
 from ocml.encoder.integrations.pack_stage import TablePacker, packed_table, split_failures
 from ocml.encoder.pipeline.records import conversation_from_record
 
-sys.path.insert(0, str(Path(__file__).parent))
-from gen import harmony_conversation  # noqa: E402
+from support.gen import harmony_conversation  # noqa: E402
+from support.paths import ROOT
 
 FMT = "harmony"
 SEQ_LEN = 512
@@ -446,7 +446,7 @@ def test_ray_block_packing_conserves_every_document(ray_local: Any, lines: list[
 
 def test_ray_recipe_writes_the_cli_shards(ray_local: Any, jsonl: Path, cli_out: dict[str, Any],
                                           tmp_path: Path) -> None:
-    sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
+    sys.path.insert(0, str(ROOT / "examples"))
     import ray_pack
 
     out = tmp_path / "o"

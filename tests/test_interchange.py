@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-import golden
+from support import golden
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,7 +22,8 @@ from ocml.encoder.errors import OcmlError, UnrepresentableError
 from ocml.encoder.interchange import INTERCHANGE_KEYS, interchange_object, parse_interchange, to_interchange
 from ocml.encoder.messages import Message
 from ocml.encoder.parse import parse_ids
-from gen import harmony_conversation
+
+from support.gen import harmony_conversation
 
 
 SPEC_OBJECT = {  # §10, verbatim

@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.paths import ROOT
+
 TOPS = ("encoder", "vocab")
 MAP = Path("docs") / "architecture.md"
 

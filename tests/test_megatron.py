@@ -15,16 +15,10 @@ from ocml.encoder.cli import EXIT_OK, EXIT_USAGE, main
 from ocml.encoder.errors import InputError
 from ocml.encoder.pipeline.megatron import IndexedDataset, IndexedWriter, token_dtype
 
+from support.megatron import mcore
+from support.paths import ROOT
+
 DOCS = [[1, 2, 3], [65000], [5, 6], [7]]
-
-
-def mcore():
-    """megatron-core's indexed_dataset module, or skip (it needs torch; optional test extra)."""
-    try:
-        from megatron.core.datasets import indexed_dataset
-    except Exception as exc:  # ImportError, or torch failing to load
-        pytest.skip(f"megatron-core does not import here: {exc}")
-    return indexed_dataset
 
 
 def write(prefix: Path, docs: list[list[int]], dtype: np.dtype) -> None:
@@ -200,7 +194,7 @@ def test_megatron_resume_after_kill(tmp_path: Path, fault: str):
     import sys
 
     from ocml.encoder.pipeline.run import FAULT_ENV, PackOptions, run
-    from test_pipeline import write_data
+    from support.pipeline import write_data
 
     src = tmp_path / "a.jsonl"
     write_data(src, 60, seed=5)
@@ -208,7 +202,7 @@ def test_megatron_resume_after_kill(tmp_path: Path, fault: str):
     run(PackOptions(inputs=(str(src),), out=tmp_path / "ref", workers=1, **kw))
     env = dict(os.environ, **{FAULT_ENV: fault})
     p = subprocess.run([sys.executable, "-c", CHILD, json.dumps(RESUME_KW), str(src), str(tmp_path / "out")],
-                       env=env, cwd=Path(__file__).resolve().parents[1], capture_output=True, timeout=120)
+                       env=env, cwd=ROOT, capture_output=True, timeout=120)
     assert p.returncode == -signal.SIGKILL, p.stderr.decode()[-2000:]
     res = run(PackOptions(inputs=(str(src),), out=tmp_path / "out", workers=1, **kw))
     assert res.resumed

@@ -16,13 +16,15 @@ import pytest
 
 from ocml.encoder.pipeline.run import PackOptions, run
 
+from support.paths import FIXTURES
+
 MAGIC, VERSION = 0x53465442, 1  # the spec's "SFTB" and format version
-CORPUS = Path(__file__).resolve().parent / "fixtures" / "datasets"
+CORPUS = FIXTURES / "datasets"
 
 
 def mcore_indexed() -> Any:
     """megatron-core's IndexedDataset (test_megatron's guard: skips only when it cannot import)."""
-    from test_megatron import mcore
+    from support.megatron import mcore
 
     return mcore().IndexedDataset
 

@@ -16,13 +16,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from shared_data import shared
+
+from support.paths import shared
 
 from ocml.encoder.errors import OcmlError
 from ocml.encoder.formats.chatml import QWEN_SYSTEM
 from ocml.encoder.model import Detection, FormatDetectionError, ModelFolder, ModelFolderError, detect_format
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.paths import ROOT
 
 
 def _trl_templates() -> Path:

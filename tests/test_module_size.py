@@ -16,7 +16,8 @@ import ast
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.paths import ROOT
+
 TOPS = ("encoder", "vocab")
 LIMIT = 500
 MARKER = "Size:"

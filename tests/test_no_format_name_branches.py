@@ -15,7 +15,8 @@ from pathlib import Path
 
 from ocml.vocab.tables import ALIASES, FORMAT_NAMES
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.paths import ROOT
+
 NAMES = set(FORMAT_NAMES) | set(ALIASES)
 
 

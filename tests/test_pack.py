@@ -14,21 +14,11 @@ from ocml.encoder.errors import InputError, InputIndexError, InputTypeError, Ocm
 from ocml.encoder.pack import IGNORE, PAD_DOC, Packed, Packer, PackReport, concat_packed, pack
 from ocml.encoder.packing.bfd import best_fit_decreasing
 from ocml.encoder.packing.overlong import message_ends
-from gen import harmony_conversation
+
+from support.gen import harmony_conversation
+from support.pack import ragged
 
 PAD = 7
-
-
-def ragged(lengths, seed: int = 0, turn: int = 5) -> dict[str, np.ndarray]:
-    """Synthetic documents: random ids, mask alternating untrained/trained runs of ``turn``."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-    total = int(offsets[-1])
-    pos = np.arange(total) - np.repeat(offsets[:-1], lengths)
-    msg = (pos // turn).astype(np.int32)
-    rng = np.random.default_rng(seed)
-    return {"ids": rng.integers(100, 50_000, total).astype(np.int32), "mask": msg % 2 == 1, "offsets": offsets,
-            "message_index": msg}
 
 
 def lognormal(n: int, seed: int = 0, hi: int = 12_288) -> np.ndarray:

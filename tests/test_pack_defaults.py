@@ -23,7 +23,8 @@ from ocml.encoder.pipeline.options import BAD_SAMPLE, resolve_overlong
 from ocml.encoder.pipeline.records import conversation_from_record
 from ocml.encoder.pipeline.run import PackOptions, TooManyBadRecords, run
 from ocml.encoder.packing.packed import Overlong
-from test_pipeline import conversation, opts, parquet_rows, write_data
+
+from support.pipeline import conversation, opts, parquet_rows, write_data
 
 SEQ = 384
 

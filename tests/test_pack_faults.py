@@ -32,9 +32,9 @@ from ocml.encoder.pipeline.faults import FAULT_ENV
 from ocml.encoder.pipeline.recipe import resolve_recipe
 from ocml.encoder.pipeline.recipe_run import run_recipe
 from ocml.encoder.pipeline.run import PackOptions, RunResult, run
-from test_pipeline import write_data
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.pipeline import write_data
+
 SEQ = 2048  # no document is overlong: every good record must come out whole, once
 KINDS = ("plain", "recipe")
 # Small shards and epochs: several shards and checkpoints to interrupt.

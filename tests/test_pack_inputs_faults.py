@@ -25,7 +25,8 @@ from ocml.encoder.pipeline.options import MAX_SEQ_LEN, PackOptions, check
 from ocml.encoder.pipeline.readers import iter_chunks, resolve
 from ocml.encoder.pipeline.recipe import RecipeError, read_recipe_file, resolve_recipe
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.paths import ROOT
+
 N = 3000
 
 

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from ocml import encoder
 from ocml.encoder.errors import InputError, OcmlError
 from ocml.encoder.pack import IGNORE, PAD_DOC, Packed, Packer, pack
-from test_pack import ragged
+
+from support.pack import ragged
 
 PAD = 7
 
@@ -125,7 +126,7 @@ def test_bad_multiple(kwargs, field):
 
 @pytest.mark.parametrize("tokenizer", [None, "o200k_base"])  # registered / fallback
 def test_rendered_documents_conserved(tokenizer):
-    from gen import harmony_conversation
+    from support.gen import harmony_conversation
     import random
 
     enc = encoder.Encoder("openchatml-2.2", tokenizer)

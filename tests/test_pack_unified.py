@@ -20,7 +20,8 @@ import pytest
 
 from ocml.encoder.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
 from ocml.encoder.pipeline import recipe_cli
-from test_pipeline import write_data
+
+from support.pipeline import write_data
 
 DRIVERS = {"recipe": [], "stream": ["--no-shuffle"]}
 SEQ = "384"

@@ -26,7 +26,7 @@ from ocml.encoder.parse import ParseResult
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from test_stream import MODES, build, check_stream, ctl, msgs  # noqa: E402
+from support.stream import MODES, build, check_stream, ctl, msgs  # noqa: E402
 
 HYP = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 HEADER_FIELDS = ("role", "channel", "recipient", "call_id", "name", "intent", "content_type", "constrain")

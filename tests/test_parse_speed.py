@@ -28,9 +28,10 @@ from ocml.encoder.errors import OcmlError
 from ocml.encoder.frames import FrameMachine
 from ocml.encoder.parse import IdParser, TextSplitter, parse_ids, parser_for
 from ocml.encoder.prefill import prefill_role
-from gen import WORDS, harmony_conversation
 
-from test_render import ENCODERS, enc_  # noqa: E402  (one encoder table for the suite)
+from support.gen import WORDS, harmony_conversation
+
+from support.render import ENCODERS, enc_  # noqa: E402  (one encoder table for the suite)
 
 
 # -- the reference: one token at a time ------------------------------------------------

@@ -30,15 +30,15 @@ ocml decodes ids, where the controls are never text.
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
 
 from ocml.encoder.openai_chunks import accumulate
 
-from test_openai_chunks import TOOLS, USER  # noqa: E402
-from test_response_template import no_ids, stack  # noqa: E402
+from support.openai_chunks import TOOLS, USER  # noqa: E402
+from support.response_template import no_ids, stack  # noqa: E402
+from support.paths import ROOT
 
 #: deliberate differences: key -> (peer behaviour, ocml's reading and why)
 DIFFERENCES: dict[str, tuple[str, str]] = {
@@ -298,7 +298,7 @@ def test_transformers_parse_response(case: Case):
 def test_every_difference_is_used_and_documented():
     used = {c.diff for c in CASES if c.diff}
     assert used == set(DIFFERENCES)
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "serving.md").read_text(encoding="utf-8")
+    doc = (ROOT / "docs" / "serving.md").read_text(encoding="utf-8")
     assert "Differences from the peers' gpt-oss parsers" in doc
     for key in DIFFERENCES:
         assert f"`{key}`" in doc, key

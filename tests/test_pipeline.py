@@ -4,7 +4,6 @@ determinism across worker counts, bad records by line, outputs readable without 
 from __future__ import annotations
 
 import json
-import random
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -17,56 +16,10 @@ from ocml.encoder.errors import InputError
 from ocml.encoder.pipeline.records import conversation_from_record
 from ocml.encoder.pipeline.run import PackOptions, StrictStop, run
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.pipeline import SEQ, opts, parquet_rows, write_data
+from support.paths import ROOT
+
 SAMPLE = ROOT / "examples" / "sample"
-SEQ = 384
-
-WORDS = ("the model reads data and writes an answer because the question asks for a value; "
-         "tokens, masks, labels and positions must agree — über naïve 東京 😀 <|start|> code: x = f(y) + 1").split()
-
-
-def conversation(rng: random.Random, i: int) -> dict[str, Any]:
-    msgs: list[dict[str, Any]] = []
-    if rng.random() < 0.5:
-        msgs.append({"role": "system", "content": "Be brief."})
-    for t in range(rng.randint(1, 4)):
-        msgs.append({"role": "user", "content": f"q{i}.{t} " + " ".join(rng.choices(WORDS, k=rng.randint(1, 40)))})
-        a: dict[str, Any] = {"role": "assistant", "content": " ".join(rng.choices(WORDS, k=rng.randint(1, 90)))}
-        if rng.random() < 0.3:
-            a["reasoning_content"] = " ".join(rng.choices(WORDS, k=rng.randint(1, 20)))
-        msgs.append(a)
-    return {"messages": msgs}
-
-
-def write_data(path: Path, n: int, seed: int = 0, bad: dict[int, str] | None = None) -> list[Any]:
-    """JSONL of ``n`` conversations (a few longer than SEQ); ``bad``: 1-based line -> raw text."""
-    rng = random.Random(seed)
-    recs: list[Any] = [conversation(rng, i) for i in range(n)]
-    for i in (3, 17):
-        if i < n:
-            recs[i]["messages"].append({"role": "user", "content": " ".join(rng.choices(WORDS, k=400))})
-            recs[i]["messages"].append({"role": "assistant", "content": "ok"})
-    lines = [json.dumps(r, ensure_ascii=False) for r in recs]
-    for line_no, text in sorted((bad or {}).items()):
-        lines.insert(line_no - 1, text)
-        recs.insert(line_no - 1, None)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return recs
-
-
-def opts(inputs: list[Path], out: Path, **kw: Any) -> PackOptions:
-    base: dict[str, Any] = dict(seq_len=SEQ, workers=1, outputs=("parquet", "npy"), plot=False, shard_size=16)
-    base.update(kw)
-    return PackOptions(inputs=tuple(str(p) for p in inputs), out=out, **base)
-
-
-def parquet_rows(out: Path) -> Any:
-    import pyarrow.parquet as pq
-
-    files = sorted((out / "data").glob("*.parquet"))
-    import pyarrow as pa
-
-    return pa.concat_tables([pq.read_table(f) for f in files]).to_pylist()
 
 
 def npy_shards(out: Path) -> list[dict[str, np.ndarray]]:

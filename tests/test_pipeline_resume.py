@@ -15,9 +15,11 @@ from typing import Any
 import pytest
 
 from ocml.encoder.pipeline.run import FAULT_ENV, PackOptions, run
-from test_pipeline import write_data
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.pipeline import write_data
+from support.pipeline import same_output
+from support.paths import ROOT
+
 # Small epochs, chunks and shards so that a short input crosses many resume points.
 KW: dict[str, Any] = dict(seq_len=256, shard_size=6, epoch_tokens=2500, chunk_records=8, window=40,
                           outputs=("parquet", "npy"), plot=False)
@@ -61,18 +63,6 @@ def child(inputs: list[Path], out: Path, fault: str | None = None) -> subprocess
         env[FAULT_ENV] = fault
     return subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(KW), *map(str, inputs), str(out)],
                             env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-
-def same_output(a: Path, b: Path) -> None:
-    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file() and ".ocml" not in p.parts
-                   and p.name != "report.json")
-    assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file() and ".ocml" not in p.parts
-                           and p.name != "report.json")
-    for f in files:
-        assert (a / f).read_bytes() == (b / f).read_bytes(), f
-    ra, rb = (json.loads((x / "report.json").read_text()) for x in (a, b))
-    for key in ("counts", "pack", "lengths", "errors", "shards"):
-        assert ra[key] == rb[key], key
 
 
 @pytest.mark.parametrize("fault", ["shard:2", "progress:4", "epoch:3"])

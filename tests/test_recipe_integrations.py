@@ -13,8 +13,9 @@ from ocml.encoder.errors import InputError
 from ocml.encoder.integrations import recipe as rx
 from ocml.encoder.pipeline.recipe import resolve_recipe
 from ocml.encoder.pipeline.recipe_run import run_recipe
-from test_pipeline import write_data
-from test_recipe_run import documents
+
+from support.pipeline import write_data
+from support.pipeline import documents
 
 FMT = "openchatml-2.2"
 

@@ -16,10 +16,11 @@ import pytest
 from ocml.encoder.pipeline.recipe import resolve_recipe
 from ocml.encoder.pipeline.recipe_run import run_recipe
 from ocml.encoder.pipeline.run import FAULT_ENV
-from test_pipeline import write_data
-from test_pipeline_resume import same_output
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.pipeline import write_data
+from support.pipeline import same_output
+from support.paths import ROOT
+
 CHILD = """
 import json, sys
 from ocml.encoder.pipeline.recipe import resolve_recipe

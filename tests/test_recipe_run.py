@@ -19,9 +19,10 @@ from ocml.encoder.pipeline.records import conversation_from_record
 from ocml.encoder.pipeline.recipe import resolve_recipe
 from ocml.encoder.pipeline.recipe_run import run_recipe
 from ocml.encoder.pipeline.shuffle import order_correlation
-from test_pipeline import write_data
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.pipeline import write_data
+from support.pipeline import documents
+
 SEQ = 2048  # no conversation here is longer: every segment of a row is one whole document
 
 
@@ -64,24 +65,6 @@ def contents(data: Path) -> dict[str, list[tuple[int, ...]]]:
             "b": pq.read_table(data / "b.parquet").to_pylist(),
             "c": [json.loads(x) for x in (data / "c.jsonl").read_text().splitlines()]}
     return {k: [tuple(enc.render(conversation_from_record(r)).ids.tolist()) for r in v] for k, v in recs.items()}
-
-
-def documents(out: Path, split: str) -> list[tuple[int, ...]]:
-    """Every document in the split's Parquet rows, in order (segments = documents here)."""
-    import pyarrow.parquet as pq
-
-    docs = []
-    for f in sorted((out / "data").glob(f"{split}-*.parquet")):
-        for row in pq.read_table(f).to_pylist():
-            ids = row["input_ids"]
-            if "seq_lengths" not in row:
-                docs.append(tuple(ids))
-                continue
-            at = 0
-            for n in row["seq_lengths"]:
-                docs.append(tuple(ids[at:at + n]))
-                at += n
-    return docs
 
 
 def files(out: Path) -> dict[str, bytes]:

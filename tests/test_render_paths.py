@@ -18,8 +18,9 @@ import pytest
 from ocml import encoder
 from ocml import vocab
 from ocml.encoder import textenc
-from gen import WORDS, harmony_conversation
-from test_render import ENCODERS, enc_, plain
+
+from support.gen import WORDS, harmony_conversation
+from support.render import ENCODERS, enc_, plain
 
 
 def same(a: encoder.RenderResult, b: encoder.RenderResult) -> None:

@@ -7,9 +7,8 @@ from __future__ import annotations
 import ast
 import re
 from importlib.metadata import requires
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.paths import ROOT
 
 
 def _require_calls() -> list[tuple[str, int, str, str]]:

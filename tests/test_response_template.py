@@ -22,15 +22,12 @@ template passes it.  transformers' own gpt-oss parsing cases (``tests/utils/test
 from __future__ import annotations
 
 import codecs
-import functools
-import json
 
 import pytest
 
 from ocml import encoder
 from ocml import vocab
 from ocml.encoder.errors import UnrepresentableError
-from ocml.encoder.formats.base import Format
 
 import transformers
 if not hasattr(transformers.PreTrainedTokenizerBase, "parse_response"):
@@ -39,73 +36,8 @@ if not hasattr(transformers.PreTrainedTokenizerBase, "parse_response"):
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from test_openai_chunks import TOOLS, USER, completion, turns  # noqa: E402
-
-
-@functools.lru_cache(maxsize=None)
-def stack(fmt: str):
-    from ocml.encoder.template.save import hf_tokenizer
-
-    enc = encoder.Encoder(fmt)
-    return enc, hf_tokenizer(enc)
-
-
-def _args(text: str) -> object:
-    """Tool-call arguments as the HF convention holds them: the parsed JSON, else the text."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
-def _hf(fields: dict, calls: list) -> dict:
-    out = {"role": "assistant", **{k: v for k, v in fields.items() if v}}
-    if calls:
-        out["tool_calls"] = calls
-    return out
-
-
-def no_ids(message: dict) -> dict:
-    """``to_openai``'s message in the HF convention: ``thinking``, parsed arguments, no ids, no empty fields."""
-    calls = [{"type": "function", "function": {"name": c["function"]["name"], "arguments": _args(c["function"]["arguments"])}}
-             for c in message.get("tool_calls") or []]
-    return _hf({"content": message.get("content"), "thinking": message.get("reasoning_content")}, calls)
-
-
-def hf_view(enc, ids: list[int]) -> dict:
-    """What a response template the engines accept reads: ``to_openai``'s messages, a field that
-    occurs twice keeping its last region (the engines' rule: no ``join``); equal to ``no_ids(to_openai)``
-    when no field occurs twice."""
-    from ocml.encoder.openai_message import CALL, CONTENT, expand, function_name, kind
-    from ocml.encoder.parse import parse_ids
-
-    res = parse_ids(enc, ids, role="assistant", detailed=True)
-    fields: dict = {}
-    calls = []
-    seen = []
-    msgs, ends, _ = expand(res.messages, res.ends)
-    cut_call = False
-    for j, m in enumerate(msgs):
-        if m.role != "assistant":
-            continue
-        k = kind(m.role, m.channel, m.recipient, m.intent)
-        if k is CALL and (j >= len(ends) or ends[j] == "truncated") and not m.content.rstrip().endswith("}"):
-            # a call cut short (max tokens) is no call for the engines: the template opens a call
-            # once its end has come or the text ends after its closing "}", so the engine says
-            # ``length``; to_openai keeps the cut call with ``length`` (as OpenAI's API does)
-            cut_call = True
-            continue
-        if k is CALL:
-            calls.append({"type": "function", "function": {"name": function_name(m.recipient or ""),
-                                                            "arguments": _args(m.content)}})
-        else:
-            field = "content" if k is CONTENT else "thinking"
-            fields[field] = m.content
-            seen.append(field)
-    want = _hf(fields, calls)
-    if len(seen) == len(set(seen)) and not cut_call:
-        assert want == no_ids(enc.to_openai(ids).message)
-    return want
+from support.openai_chunks import TOOLS, USER, completion, turns  # noqa: E402
+from support.response_template import check, hf_view, stack
 
 
 def shapes(fmt: str, text: str) -> list[list[int]]:
@@ -128,22 +60,6 @@ def shapes(fmt: str, text: str) -> list[list[int]]:
             prompt = nat.render([USER], mode="prompt").ids.tolist()
             out.append(full[len(prompt):])
     return out
-
-
-def check(fmt: str, ids: list[int]) -> None:
-    enc, hf = stack(fmt)
-    prompt = enc.render({"messages": [USER], "tools": TOOLS}, mode="prompt").ids.tolist()
-    # a format whose turns are read from the text (ChatML: ``Format.turn_of``) is read as to_openai reads it
-    read_from_text = type(enc.format).turn_of is not Format.turn_of
-    want = no_ids(enc.to_openai(ids).message) if read_from_text else hf_view(enc, ids)
-    got = hf.parse_response(ids, prefix=prompt)
-    assert got == want, (enc.tokenizer.decode_bytes(ids), got, want)
-    parser = hf.get_response_parser(prefix=prompt)
-    utf8 = codecs.getincrementaldecoder("utf-8")("replace")  # a stream decodes without splitting characters
-    for k in range(0, len(ids), 3):
-        parser.feed(utf8.decode(enc.tokenizer.decode_bytes(ids[k:k + 3])))
-    parser.feed(utf8.decode(b"", final=True))
-    assert parser.finalize()[0] == want
 
 
 @pytest.mark.parametrize("fmt", vocab.FORMAT_NAMES)
@@ -181,7 +97,7 @@ def test_fallback_has_no_response_template():
 
 def test_apertus_thoughts_response_and_several_calls():
     """Apertus turns beyond the common shapes: thoughts + response + two calls in one list."""
-    from test_apertus_serving import SHAPES, completion, prompt
+    from support.apertus_serving import SHAPES, completion, prompt
 
     enc, hf = stack("apertus")
     p = prompt(enc)

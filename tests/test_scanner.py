@@ -49,6 +49,7 @@ from ocml.encoder.stream.scanner import (  # noqa: E402
     Text,
     coalesce,
 )
+from support.paths import ROOT
 
 O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 
@@ -918,11 +919,10 @@ def test_build_time_and_bench_script() -> None:
     """The benchmark lives in scripts/ (the package exports none); it runs on these tables.
     Speed itself is reported by ``python scripts/bench_scanner.py`` as ratios, never asserted."""
     import importlib.util
-    from pathlib import Path
-
+    
     tb = tables(TEXT_STOPS)
     assert tb.build_seconds < 5.0  # target < 0.5 s; loose for shared CI machines
-    path = Path(__file__).resolve().parents[1] / "scripts" / "bench_scanner.py"
+    path = ROOT / "scripts" / "bench_scanner.py"
     spec = importlib.util.spec_from_file_location("bench_scanner", path)
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)

@@ -18,8 +18,9 @@ from ocml import encoder
 from ocml.encoder.errors import OcmlError
 from ocml.encoder.formats.harmony_content import DeveloperContent, ToolDescription, ToolNamespace
 from ocml.encoder.sections import LRU, SECTIONS, SectionIds
-from gen import TOOL_NAMES, schema, text
-from test_openai_input import openai_conversation, to_harmony_objects
+
+from support.gen import TOOL_NAMES, schema, text
+from support.openai_input import openai_conversation, to_harmony_objects
 
 
 @contextlib.contextmanager

@@ -34,13 +34,15 @@ import pytest
 
 from ocml import encoder
 
+from support.paths import FIXTURES
+
 torch = pytest.importorskip("torch")
 import openai  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 
-from test_openai_chunks import completion  # noqa: E402
+from support.openai_chunks import completion  # noqa: E402
 
-FIXTURE = Path(__file__).parent / "fixtures" / "scripted_lm" / "modeling_scripted.py"
+FIXTURE = FIXTURES / "scripted_lm" / "modeling_scripted.py"
 #: encoder options per setup (the folder is saved from that encoder)
 SETUPS = {"harmony": ("harmony", {}), "chatml": ("chatml", {}), "chatml-think": ("chatml", {"reasoning": "think"})}
 #: setups whose layout has a reasoning block

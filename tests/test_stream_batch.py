@@ -26,8 +26,7 @@ from ocml.encoder.stream.decoder import StreamDecoder
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from test_stream import build, byte_ids, cases, ctl  # noqa: E402
-from test_stream_fastpath import STOPS, final_prefix, pool  # noqa: E402
+from support.stream import STOPS, build, byte_ids, cases, ctl, final_prefix, pool  # noqa: E402
 
 PAD = -1
 

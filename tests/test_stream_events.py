@@ -20,7 +20,7 @@ from ocml.encoder.stream.transport import (DeltaFlush, ResponseCancel, ResponseD
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from test_stream import MODES, build, cases, msgs  # noqa: E402
+from support.stream import MODES, build, cases, msgs  # noqa: E402
 
 HYP = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

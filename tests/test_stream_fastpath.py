@@ -21,8 +21,8 @@ from ocml.encoder.stream.scanner import Scanner, coalesce
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from test_stream import MODES, build, byte_ids, check_stream, ctl, merge, msgs  # noqa: E402
-STOPS = ["Pari", "结束", "🙂!", "x<y"]  # ASCII, CJK and emoji (split into byte tokens), one holding a "<"
+from support.stream import MODES, build, byte_ids, check_stream, ctl, merge, msgs  # noqa: E402
+from support.stream import STOPS, final_prefix, pool
 # (a stop that can end inside a control spelled as text, e.g. "x<", is refused: E-STOP-OVERLAPS-CONTROL)
 
 
@@ -81,28 +81,6 @@ def deltas_match_contents(events) -> None:
         elif type(ev) is MessageEnd and buf is not None:
             assert "".join(buf) == ev.message.content
             buf = None
-
-
-def pool(enc, mode: str) -> list[list[int]]:
-    """Pieces of id soup: content text, split characters, control text pieces, controls, bad ids."""
-    p = [build(enc, w) for w in ("hello", " world", " Paris", " is", "é", " 日本", "\n", "<", " <", "<<", "|>",
-                                 "<|", "end", "x", "!", " 结", "束")]
-    p += [byte_ids(enc, "🙂".encode())[:k] for k in (1, 2, 3, 4)]
-    p += [byte_ids(enc, "结束".encode())[k:k + 2] for k in (0, 2, 4)]
-    p += [byte_ids(enc, "é".encode())[:1], byte_ids(enc, b"\xff"), [10 ** 7], [-3]]
-    p += [build(enc, "ctl:" + c) for c in ("<|end|>", "<|start|>", "<|message|>", "<|channel|>")]
-    p += [build(enc, "ctl:<|start|>", "assistant", "ctl:<|channel|>", "final", "ctl:<|message|>")] * 3
-    p += [build(enc, "ctl:<|start|>", "assistant", "ctl:<|channel|>", "analysis", "ctl:<|message|>")] * 2
-    if mode == "ocml-text":
-        p += [byte_ids(enc, b"<|en"), byte_ids(enc, b"d|>"), byte_ids(enc, b"<<|end|>"), byte_ids(enc, b"<|ret"),
-              byte_ids(enc, b"urn|>"), build(enc, "<|literal|>"), build(enc, "<|endliteral|>")]
-    else:
-        p += [build(enc, "<|end|>")]  # control spelling in ordinary tokens: plain text in id mode
-    return p
-
-
-def final_prefix(enc) -> list[int]:
-    return build(enc, "ctl:<|channel|>", "final", "ctl:<|message|>")
 
 
 # -- the lean path is invisible ------------------------------------------------------------

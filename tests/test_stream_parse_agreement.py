@@ -15,7 +15,7 @@ import random
 
 import pytest
 
-import agreement as A
+from support import agreement as A
 from ocml.encoder.events import Delta, Error, MessageEnd, Stop
 
 CASES_PER_KEY = 300

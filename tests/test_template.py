@@ -17,7 +17,8 @@ import pytest
 from ocml import encoder
 from ocml.encoder.errors import OcmlError, UnknownNameError, UnrepresentableError
 from ocml.encoder.template import chat_template
-from test_template_parity import FORMATS, cases, hf_call, rendered, stack
+
+from support.template import FORMATS, cases, hf_call, rendered, stack
 
 import transformers
 

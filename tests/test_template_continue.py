@@ -21,7 +21,7 @@ from ocml import encoder
 from ocml import vocab
 from ocml.encoder.errors import InputError
 
-from test_template_parity import FORMATS, _explain, cases, hf_call, stack
+from support.template import FORMATS, _explain, cases, hf_call, stack
 
 SETUPS = [(f, None) for f in vocab.FORMAT_NAMES] + [(f, "o200k_base") for f in vocab.FORMAT_NAMES if f != "harmony"]
 

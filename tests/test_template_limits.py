@@ -13,10 +13,9 @@ from ocml import encoder
 from ocml.encoder.errors import BodyConstraintError, CallSchemaError
 
 
-
 @pytest.fixture(scope="module")
 def stack():
-    from test_template_parity import stack as build
+    from support.template import stack as build
 
     return build("harmony")
 
@@ -73,7 +72,7 @@ def test_reasoning_only_message_is_read_as_thinking(stack):
 
 @pytest.fixture(scope="module")
 def apertus():
-    from test_template_parity import stack as build
+    from support.template import stack as build
 
     return build("apertus")
 

@@ -23,7 +23,8 @@ from ocml import encoder
 from ocml.encoder.errors import OcmlError
 from ocml.encoder.formats import format_class
 from ocml.encoder.formats.chatml import QWEN_SYSTEM
-from test_template_parity import FORMATS, cases, hf_call, openai_conversation, stack
+
+from support.template import FORMATS, cases, hf_call, openai_conversation, stack
 
 #: per format: each constructor option and the values tried (the first is the default)
 OPTION_VALUES: dict[str, dict[str, tuple[Any, ...]]] = {

@@ -26,7 +26,7 @@ from ocml.encoder.openai_message import ChatChoice, tool_call_ids
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from test_stream import MODES, build, cases  # noqa: E402
+from support.stream import MODES, build, cases  # noqa: E402
 
 USER = {"role": "user", "content": "What is the weather in Paris?"}
 CALL = {"role": "assistant", "channel": "commentary", "recipient": "functions.get_weather", "constrain": "json",

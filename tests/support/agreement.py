@@ -30,7 +30,7 @@ from ocml import vocab
 from ocml.encoder.errors import OcmlError
 from ocml.encoder.events import Error, MessageEnd, Stop
 
-from gen import WORDS, text
+from support.gen import WORDS, text
 
 #: format -> (registered tokenizer, fallback tokenizer); None = the format's default
 FORMATS: dict[str, tuple[str | None, str]] = {

@@ -30,7 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent / "fixtures" / "golden"
+from support.paths import FIXTURES
+
+ROOT = FIXTURES / "golden"
 CASES = ROOT / "cases"
 
 
