@@ -6,7 +6,7 @@ Renders every (variant, case) of ``tests/fixtures/golden`` (``tests/support/gold
 layout) and writes ``tests/fixtures/golden/<variant>/<case>.json``; files of cells that no
 longer exist are removed.  Review the diff before committing: the goldens pin behaviour, they
 do not derive it.  ``--check`` writes nothing and exits 1 if any file would change (what
-``tests/test_golden.py`` checks, one cell per test).
+``tests/formats/test_golden.py`` checks, one cell per test).
 """
 
 from __future__ import annotations

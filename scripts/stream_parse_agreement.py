@@ -5,7 +5,7 @@
 Reads ``--cases`` id sequences per format x {registered, fallback} (renders, mutated
 renders, soups; see ``tests/support/agreement.py``) with both readers and prints the number of
 disagreements per pair and in total, with the first ``--show`` disagreements of each pair.
-Exit status 1 if any.  The CI test (``tests/test_stream_parse_agreement.py``) runs the same
+Exit status 1 if any.  The CI test (``tests/decode/test_stream_parse_agreement.py``) runs the same
 harness with 300 cases per pair and seed 0.
 """
 

@@ -2,6 +2,7 @@
 
     python scripts/tests_by_area.py            # move what is not where tests/AREAS says; report the rest
     python scripts/tests_by_area.py --check    # move nothing: list the moves it would make
+    python scripts/tests_by_area.py --references   # then: rewrite mentions of tests/test_x.py (docs, docstrings)
 
 Idempotent: a module already in its folder is left alone, so it can run again on a tree where new
 test modules were added at ``tests/`` (or anywhere under it).  It moves files only (the moves stay one
@@ -32,7 +33,7 @@ NOT_TESTS = {"support", "fixtures"}  # folders under tests/ that hold no test mo
 #: what a module written for the flat layout does: (pattern, what to do instead)
 FLAT = [
     (re.compile(r"^\s*(from|import) test_\w+", re.M), "imports another test module: move the helper to tests/support/"),
-    (re.compile(r"^\s*(from (gen|golden|agreement|shared_data) import|import (gen|golden|agreement|shared_data)\b)", re.M),
+    (re.compile(r"^\s*(from|import) (gen|golden|agreement|shared_data)\b", re.M),
      "imports an old top-level helper: support.gen / support.golden / support.agreement / support.paths"),
     (re.compile(r"Path\(__file__\)[^\n]*(parents?\b)"),
      "finds the repository from its own path: support.paths (ROOT, TESTS, FIXTURES)"),
@@ -78,6 +79,38 @@ def plan(tests: Path, mapping: dict[str, str]) -> tuple[list[tuple[Path, Path]],
     return moves, problems
 
 
+#: the flat layout's helper modules -> their home in tests/support/
+TEXT = {".py", ".md", ".toml", ".sh", ".yml", ".yaml", ".txt", ".cfg", ""}  # suffixes --references reads
+HELPERS = {"gen.py": "support/gen.py", "golden.py": "support/golden.py", "agreement.py": "support/agreement.py",
+           "shared_data.py": "support/paths.py"}
+
+
+def references(root: Path, mapping: dict[str, str]) -> dict[Path, str]:
+    """Tracked text files that name a test module (or an old helper) by its flat-layout path,
+    ``tests/test_x.py`` / ``tests/gen.py``: file -> its text with the path of today.  A mention of a
+    module that no area names is left as it is."""
+    names = "|".join(re.escape(n) for n in sorted([*mapping, *HELPERS], key=len, reverse=True))
+    pattern = re.compile(rf"\btests/({names})(?![\w.])")
+
+    def new(m: re.Match[str]) -> str:
+        name = m.group(1)
+        return f"tests/{HELPERS[name]}" if name in HELPERS else f"tests/{mapping[name]}/{name}"
+
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, check=True).stdout.decode()
+    out = {}
+    for rel in listed.split("\0"):
+        path = root / rel
+        if rel in ("", "tests/AREAS", "scripts/tests_by_area.py") or path.suffix not in TEXT or not path.is_file():
+            continue
+        try:
+            text = path.read_text("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if pattern.search(text):
+            out[path] = pattern.sub(new, text)
+    return out
+
+
 def flat_layout(paths: list[Path], tests: Path) -> list[str]:
     out = []
     for path in paths:
@@ -89,8 +122,16 @@ def flat_layout(paths: list[Path], tests: Path) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true", help="move nothing; list the moves and problems")
+    ap.add_argument("--references", action="store_true",
+                    help="rewrite tests/test_x.py mentions in tracked files to tests/<area>/test_x.py (no moves)")
     args = ap.parse_args(argv)
-    moves, problems = plan(TESTS, areas(AREAS.read_text("utf-8")))
+    mapping = areas(AREAS.read_text("utf-8"))
+    if args.references:
+        for path, text in references(ROOT, mapping).items():
+            path.write_text(text, "utf-8")
+            print(f"rewrote {path.relative_to(ROOT)}")
+        return 0
+    moves, problems = plan(TESTS, mapping)
     for src, dst in moves:
         print(f"{'would move' if args.check else 'git mv'} {src.relative_to(ROOT)} -> {dst.relative_to(ROOT)}")
         if not args.check:

@@ -186,7 +186,7 @@ def test_step_equals_single_id_feeds(encs, mode, vectorized, data):
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("vectorized", PATHS)
 def test_generated_completions(encs, mode, vectorized):
-    """Rendered assistant turns (tests/gen.py), many rows at once, starting and ending at different steps."""
+    """Rendered assistant turns (tests/support/gen.py), many rows at once, starting and ending at different steps."""
     enc = encs[mode]
     rng = random.Random(21)
     comps = [c for c, _ in cases(enc, 24, 31)]

@@ -1,6 +1,6 @@
 """Stream decoder == ``Encoder.parse`` on every input, valid or not (issue 15 item 4).
 
-The differential harness (``tests/agreement.py``) reads random and mutated id sequences
+The differential harness (``tests/support/agreement.py``) reads random and mutated id sequences
 (renders with ids dropped / duplicated / swapped / cut, non-control special ids, control
 ids and invalid ids inserted; soups of control ids, control spellings and their pieces)
 over every format x {registered, fallback}, with and without the ``<|start|>assistant``

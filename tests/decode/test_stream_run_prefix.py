@@ -1,6 +1,6 @@
 """The scanner's run-prefix rule on synthetic vocabularies (``ScannerTables(run_prefix=...)``).
 
-Real tokenizers have a one-byte prefix (``b" "``: tests/test_metaspace.py checks the decoders
+Real tokenizers have a one-byte prefix (``b" "``: tests/vocab/test_metaspace.py checks the decoders
 against ``Encoder.parse`` there); a multi-byte one exercises what one byte cannot: the prefix
 split over tokens, a token that is part of it, a boundary before it is complete.  The rule:
 each run of ordinary ids (between non-text ids, or from the start) loses ``run_prefix`` if its

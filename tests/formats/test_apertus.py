@@ -3,7 +3,7 @@ outputs excluded, straddling rule), the consistency rule, round trips to the blo
 the stream decoder (response visible, thoughts hidden), typed errors.
 
 Parity with the reference template is in ``test_apertus_parity.py``.
-The spec's examples are goldens of the matrix (tests/test_golden.py; python scripts/regen_golden.py).
+The spec's examples are goldens of the matrix (tests/formats/test_golden.py; python scripts/regen_golden.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 with the straddling rule, round trips, the stream decoder, fill-in-the-middle, typed errors.
 
 Parity with Qwen2.5's real template is in ``test_chatml_parity.py``.
-The spec's examples are goldens of the matrix (tests/test_golden.py; python scripts/regen_golden.py).
+The spec's examples are goldens of the matrix (tests/formats/test_golden.py; python scripts/regen_golden.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The golden matrix (``tests/golden.py``): every case rendered in every variant equals its file
+"""The golden matrix (``tests/support/golden.py``): every case rendered in every variant equals its file
 byte for byte; the matrix is complete; the goldens round-trip (parse, transcripts, FIM) and keep
 the input shapes' mask invariants.
 

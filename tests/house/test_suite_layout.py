@@ -41,6 +41,13 @@ def test_no_test_module_leans_on_the_flat_layout():
     assert mod.flat_layout(mod.test_modules(TESTS), TESTS) == []
 
 
+def test_no_file_names_a_test_module_by_its_flat_path():
+    """Docs and docstrings name test modules where they are (``python scripts/tests_by_area.py --references``)."""
+    mod = by_area()
+    stale = mod.references(ROOT, mod.areas(mod.AREAS.read_text("utf-8")))
+    assert sorted(p.relative_to(ROOT).as_posix() for p in stale) == []
+
+
 def test_the_layout_check_catches_misplaced_unknown_and_flat_modules(tmp_path):
     mod = by_area()
     (tmp_path / "decode").mkdir()

@@ -1,7 +1,7 @@
 """Issue 17, input shapes (``ocml.encoder.inputs``): prompt/completion (TRL's two forms), Alpaca,
 plain text, preference pairs and KTO examples.  The mask invariants (registered and fallback),
 typed errors, TRL's prompt extraction, the CLI.  Each shape's golden output in every format is
-in the golden matrix (cases ``shape-*``, tests/test_golden.py).
+in the golden matrix (cases ``shape-*``, tests/formats/test_golden.py).
 """
 
 from __future__ import annotations

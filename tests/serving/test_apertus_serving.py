@@ -1,5 +1,5 @@
 """Apertus completions in the OpenAI view: ``to_openai``, the stream decoder, the chunker, the
-response template (``tests/test_response_template.py``) and the round trip agree, registered
+response template (``tests/template/test_response_template.py``) and the round trip agree, registered
 tokens and fallback (controls as text).
 
 An Apertus turn is one message of blocks (``Message.structured``: thoughts, response, calls,

@@ -1,6 +1,6 @@
 """Differential harness: the stream decoder and ``Encoder.parse`` must read ids alike.
 
-Shared by ``tests/test_stream_parse_agreement.py`` (CI size) and
+Shared by ``tests/decode/test_stream_parse_agreement.py`` (CI size) and
 ``scripts/stream_parse_agreement.py`` (large offline runs).  Seeded, no hypothesis: a
 failing case is reproduced by its (format, mode, seed, case) key.
 

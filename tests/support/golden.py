@@ -18,7 +18,7 @@ Layout (all under ``tests/fixtures/golden/``):
   decoded); or ``{"error": "E-..."}`` when the variant must reject the case.
 
 ``python scripts/regen_golden.py`` rewrites every expected file from the current code (review
-the diff: goldens pin behaviour, they do not derive it); ``tests/test_golden.py`` renders each
+the diff: goldens pin behaviour, they do not derive it); ``tests/formats/test_golden.py`` renders each
 cell again and compares it with its file byte for byte.
 """
 
