@@ -53,6 +53,7 @@ def test_apertus_criteria_by_format_name():
     assert crit([[5, 6, end], [5, 6, 7]]).tolist() == [True, False]
 
 
+@pytest.mark.needs_torch
 def test_hf_stopping_criteria_with_torch_tensors():
     torch = pytest.importorskip("torch")
     from transformers import StoppingCriteria

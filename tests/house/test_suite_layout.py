@@ -8,7 +8,7 @@ import importlib.util
 from support.paths import ROOT, TESTS
 
 #: what tests/ holds besides the area folders
-ROOT_ENTRIES = {"AREAS", "conftest.py", "support", "fixtures", "typecheck_public_api.py", "__pycache__"}
+ROOT_ENTRIES = {"AREAS", "SLOW", "conftest.py", "support", "fixtures", "typecheck_public_api.py", "__pycache__"}
 
 
 def by_area():
@@ -46,6 +46,26 @@ def test_no_file_names_a_test_module_by_its_flat_path():
     mod = by_area()
     stale = mod.references(ROOT, mod.areas(mod.AREAS.read_text("utf-8")))
     assert sorted(p.relative_to(ROOT).as_posix() for p in stale) == []
+
+
+def test_every_slow_line_names_a_test_that_exists():
+    """tests/SLOW stays true: each line names a test function of a test module (a renamed or removed
+    test would silently lose its mark)."""
+    import ast
+
+    from support.slow import slow_tests
+
+    modules = {p.name: p for p in by_area().test_modules(TESTS)}
+    gone = []
+    for entry in sorted(slow_tests()):
+        module, _, test = entry.partition("::")
+        function = test.split("[", 1)[0]
+        path = modules.get(module)
+        names = {n.name for n in ast.walk(ast.parse(path.read_text("utf-8")))
+                 if isinstance(n, ast.FunctionDef)} if path else set()
+        if function not in names:
+            gone.append(entry)
+    assert gone == []
 
 
 def test_the_layout_check_catches_misplaced_unknown_and_flat_modules(tmp_path):

@@ -136,6 +136,7 @@ def test_harmony_ids_are_openai_harmonys(harmony, name, line, want):
 
 @pytest.mark.parametrize("name,line,want", [c for c in _conversations() if not any(
     m.get("thinking") for m in c[2]["messages"])], ids=lambda v: v if isinstance(v, (str, int)) else "")
+@pytest.mark.needs_trl
 def test_chatml_text_is_qwen25_templates(name, line, want):
     trl = pytest.importorskip("trl")
     from transformers.utils.chat_template_utils import render_jinja_template

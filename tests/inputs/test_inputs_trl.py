@@ -25,6 +25,9 @@ PAIRS = [{"prompt": U, "chosen": [{"role": "assistant", "content": "Blue."}],
                                                                                       "content": "Red."}]}]
 
 
+pytestmark = [pytest.mark.needs_torch, pytest.mark.needs_trl]
+
+
 def _pack(tmp_path: Path, name: str, records: list, *args: str) -> list[dict]:
     import pyarrow.parquet as pq
 

@@ -411,6 +411,7 @@ def ray_local() -> Any:
     ray.shutdown()
 
 
+@pytest.mark.needs_ray
 def test_ray_map_batches_class_and_global_pack_give_the_cli_rows(ray_local: Any, jsonl: Path,
                                                                    cli_out: dict[str, Any]) -> None:
     from ocml.encoder.integrations import ray_data
@@ -427,6 +428,7 @@ def test_ray_map_batches_class_and_global_pack_give_the_cli_rows(ray_local: Any,
     assert stream.report["rows"] == got.num_rows
 
 
+@pytest.mark.needs_ray
 def test_ray_block_packing_conserves_every_document(ray_local: Any, lines: list[str]) -> None:
     from ocml.encoder.integrations import ray_data
 
@@ -444,6 +446,7 @@ def test_ray_block_packing_conserves_every_document(ray_local: Any, lines: list[
                                                   "E-BODY-CONSTRAINT-VIOLATION"}
 
 
+@pytest.mark.needs_ray
 def test_ray_recipe_writes_the_cli_shards(ray_local: Any, jsonl: Path, cli_out: dict[str, Any],
                                           tmp_path: Path) -> None:
     sys.path.insert(0, str(ROOT / "examples"))

@@ -88,6 +88,7 @@ def ray_local() -> Any:
     ray.shutdown()
 
 
+@pytest.mark.needs_ray
 def test_ray_split_weight_shuffle(ray_local: Any, rendered: Any) -> None:
     table = rendered.with_format("arrow")[:]
     ds = ray_local.data.from_arrow(table)

@@ -65,6 +65,7 @@ def test_own_reader_round_trip_and_errors(tmp_path: Path):
     assert not list(tmp_path.glob("*c*"))
 
 
+@pytest.mark.needs_torch
 def test_byte_identical_to_megatron_core_builder(tmp_path: Path):
     idx = mcore()
     import torch
@@ -144,6 +145,7 @@ def test_pack_megatron_read_back_by_own_reader(megatron_out: Path):
     assert m["shards"]["megatron"] == ["megatron/train-00000", "megatron/train-00001"] and not m["packed"]
 
 
+@pytest.mark.needs_torch
 def test_pack_megatron_read_back_by_megatron_core(megatron_out: Path):
     idx = mcore()
     want = expected()

@@ -22,6 +22,9 @@ MAGIC, VERSION = 0x53465442, 1  # the spec's "SFTB" and format version
 CORPUS = FIXTURES / "datasets"
 
 
+pytestmark = pytest.mark.needs_torch
+
+
 def mcore_indexed() -> Any:
     """megatron-core's IndexedDataset (test_megatron's guard: skips only when it cannot import)."""
     from support.megatron import mcore

@@ -428,6 +428,8 @@ def test_add_rejects_bad_document():
         packer.add([1, 2], [True, False], index="a")
 
 
+@pytest.mark.needs_torch
+@pytest.mark.needs_trl
 def test_trl_collator_reads_our_rows():
     """TRL's padding-free collator, given our rows' columns, rebuilds our positions,
     labels and cu_seqlens (with or without the padding segment)."""

@@ -163,6 +163,8 @@ def test_identical_output_for_1_and_2_workers(tmp_path: Path, thread: bool) -> N
     assert a.report["counts"] == b.report["counts"] and b.report["timing"]["workers"] == 2
 
 
+@pytest.mark.needs_torch
+@pytest.mark.needs_trl
 def test_parquet_loads_with_datasets_and_feeds_trl_collator(packed: Any) -> None:
     datasets = pytest.importorskip("datasets")
     out, _, _ = packed

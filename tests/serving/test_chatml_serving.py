@@ -334,6 +334,7 @@ def test_a_prompt_that_prefilled_think_is_read_with_the_prompt(tok):
     assert dec == merged == {"message": {"role": "assistant", "content": "Hi."}, "finish_reason": "stop"}
 
 
+@pytest.mark.needs_torch
 def test_hf_streamer_reads_tool_calls_and_reasoning():
     torch = pytest.importorskip("torch")
     from ocml.encoder.stops import hf_streamer

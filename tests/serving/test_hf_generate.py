@@ -26,6 +26,9 @@ from support.openai_chunks import TOOLS, USER, after, completion, turns  # noqa:
 _MODELS: dict[int, object] = {}
 
 
+pytestmark = pytest.mark.needs_torch
+
+
 def tiny_model(n_vocab: int):
     """A 1-layer Llama with the tokenizer's vocabulary; its own output is scripted away."""
     if n_vocab not in _MODELS:

@@ -65,6 +65,9 @@ STARTUP_S = 240   # bounds, not the expected times: imports and start on a loade
 REQUEST_S = 120   # a read (the first request per folder loads it)
 
 
+pytestmark = [pytest.mark.needs_torch, pytest.mark.server]
+
+
 def planned(setup: str) -> tuple[dict, dict]:
     """The two assistant turns: the tool call (with its reasoning) and the answer to the result."""
     call = dict(CALL_BACK)

@@ -33,6 +33,9 @@ WORDS = ["hello", " world", "\n", "\n\n", " ", "  ", "café", "日本語", "🙂
          " \n", "\t", "naïve", "Tokyo", "—"]
 
 
+pytestmark = pytest.mark.needs_trl
+
+
 def text(rng: random.Random, n: int = 6) -> str:
     return "".join(rng.choice(WORDS) for _ in range(rng.randint(0, n)))
 

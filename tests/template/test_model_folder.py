@@ -26,6 +26,9 @@ from ocml.encoder.model import Detection, FormatDetectionError, ModelFolder, Mod
 from support.paths import ROOT
 
 
+pytestmark = pytest.mark.needs_trl
+
+
 def _trl_templates() -> Path:
     spec = importlib.util.find_spec("trl")  # installed by scripts/test.sh (no dependencies): its templates
     assert spec is not None and spec.submodule_search_locations, "trl is not installed (scripts/test.sh installs it)"

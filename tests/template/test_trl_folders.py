@@ -56,6 +56,9 @@ ROWS = [
 ]
 
 
+pytestmark = [pytest.mark.needs_torch, pytest.mark.needs_trl]
+
+
 @pytest.fixture(scope="module")
 def folders(hf_folders, tmp_path_factory):
     root = tmp_path_factory.mktemp("trl")
