@@ -35,4 +35,4 @@ for mod in (ocml, ocml.encoder):
     assert site in where.parents, f"{mod.__name__} imports from {where}, not from the installed build in {site}"
 print("ocml from", pathlib.Path(ocml.__file__).parent)
 EOF
-PYTHONSAFEPATH=1 "$py" -m pytest tests "$@"
+PYTHONSAFEPATH=1 "$py" -m pytest "$@"  # no path given: testpaths (tests/)
