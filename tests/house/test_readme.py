@@ -29,6 +29,9 @@ def test_the_docs_have_examples():
 @pytest.mark.parametrize("path", [README, *PAGES], ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_python_blocks_run(path, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # examples that write files write them here
+    # ... and read the bundled samples as a reader in a checkout does (examples/sample): the checkout's,
+    # never a path beside the installed package (a non-editable install has none)
+    (tmp_path / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
     ns: dict[str, object] = {"__name__": "docs"}
     for k, code in enumerate(blocks(path)):
         try:
