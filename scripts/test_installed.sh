@@ -6,7 +6,11 @@
 # the run stops first if `ocml` would import from the checkout).
 #
 #   bash scripts/test_installed.sh [pytest args]                       # installs ocml with its extras (as CI)
-#   OCML_DEPS_FROM=/path/to/venv bash scripts/test_installed.sh [...]  # third-party packages from that venv
+#   OCML_DEPS_FROM=/path/to/venv bash scripts/test_installed.sh house  # third-party packages from that venv
+#
+# pytest runs in tests/ (paths in the arguments are relative to it; none: every area): from the
+# checkout's root, processes that put their working folder on sys.path (Ray's workers do) would import
+# the checkout's ocml/ folder instead of the installed package.
 #
 # OCML_DEPS_FROM saves downloading torch & co. again: the fresh venv sees that venv's site-packages
 # through a .pth line (its editable-install hook is not run: a .pth inside a .pth-added folder is not
@@ -35,4 +39,7 @@ for mod in (ocml, ocml.encoder):
     assert site in where.parents, f"{mod.__name__} imports from {where}, not from the installed build in {site}"
 print("ocml from", pathlib.Path(ocml.__file__).parent)
 EOF
-PYTHONSAFEPATH=1 "$py" -m pytest "$@"  # no path given: testpaths (tests/)
+py="$(cd "$(dirname "$py")" && pwd)/python"
+cd tests
+if [ "$#" -eq 0 ]; then set -- .; fi
+PYTHONSAFEPATH=1 "$py" -m pytest "$@"
