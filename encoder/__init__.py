@@ -5,7 +5,7 @@
     r = enc.render(conversation, mode="train")   # r.ids, r.mask, r.message_index
 
 The map of the source (every folder and top-level module with its job) is ``docs/architecture.md``;
-``tests/test_layout_map.py`` checks that it names every folder and module.
+``tests/house/test_layout_map.py`` checks that it names every folder and module.
 """
 
 from __future__ import annotations

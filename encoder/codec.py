@@ -6,7 +6,7 @@ that render, the ``Renders`` protocol - instead of the ``Encoder`` facade, and c
 by importing each other's modules.  This module imports no feature (only the lexicon, the
 lexical classes every reader shares), and ``Encoder`` (which
 is a ``Codec``: see ``ocml.encoder.facade``) is imported by none, so the features and the
-facade that dispatches to them form no import circle (``tests/test_import_cycles.py``).
+facade that dispatches to them form no import circle (``tests/house/test_import_cycles.py``).
 
 Tables a feature derives from the format and tokenizer (the id parser, the transcript
 format, the stream scanner tables) are built on first use and kept for the codec's life

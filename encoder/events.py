@@ -31,7 +31,7 @@ class Delta:
 
 
 # One Delta per streamed token (hot): stored through the slots' descriptors, not the frozen
-# ``__init__``'s ``object.__setattr__`` (see ``messages.new_message``; tests/test_plain_constructors.py).
+# ``__init__``'s ``object.__setattr__`` (see ``messages.new_message``; tests/render/test_plain_constructors.py).
 _new = object.__new__
 _s_text, _s_channel, _s_visible = (Delta.__dict__[n].__set__ for n in ("text", "channel", "visible"))
 

@@ -56,7 +56,7 @@ class MaskPolicy:
 
 
 DEFAULT_MASK = MaskPolicy()
-#: ``mask=`` by name: ``NAMED_MASKS``'s keys (tests/test_public_types.py keeps the two in step)
+#: ``mask=`` by name: ``NAMED_MASKS``'s keys (tests/house/test_public_types.py keeps the two in step)
 MaskName = Literal["assistant", "default", "last", "final", "no-analysis", "no-tool-bodies", "none"]
 #: what ``mask=`` takes: a policy, its name, or a dict of ``MaskPolicy`` fields
 MaskSpec = MaskPolicy | MaskName | dict[str, Any] | None

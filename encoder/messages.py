@@ -19,7 +19,7 @@ class Mode(str, Enum):
     CONTINUE = "continue"  # like train, the last (assistant) message left open: prefilled generation
 
 
-#: ``mode=`` as a string: ``Mode``'s values (tests/test_public_types.py keeps the two in step)
+#: ``mode=`` as a string: ``Mode``'s values (tests/house/test_public_types.py keeps the two in step)
 ModeName = Literal["train", "prompt", "history", "continue"]
 
 
@@ -112,7 +112,7 @@ class Message:
 # frozen dataclass ``__init__`` stores each field through ``object.__setattr__`` (the frozen
 # ``__setattr__`` refuses plain stores); ``new_message`` stores through the slots' own descriptors
 # instead, which skips the attribute lookup: 14 fields in ~0.6x the time of ``Message(...)``
-# (tests/test_plain_constructors.py ties it to the dataclass).  Plain code: no generated source, no retyping,
+# (tests/render/test_plain_constructors.py ties it to the dataclass).  Plain code: no generated source, no retyping,
 # so it compiles as it is (issue 18).
 _new = object.__new__
 (_s_role, _s_content, _s_channel, _s_recipient, _s_call_id, _s_name, _s_intent, _s_content_type, _s_constrain,

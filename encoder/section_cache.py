@@ -15,7 +15,7 @@ Two levels, both bounded LRUs:
   holds its object, so its ``id()`` cannot be reused while the entry lives.
 
 Nothing here changes an id: a hit returns exactly the ids the uncached path encodes
-(``tests/test_section_cache.py``).
+(``tests/render/test_section_cache.py``).
 """
 
 from __future__ import annotations

@@ -40,7 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from ocml import encoder  # noqa: E402
 from ocml.encoder.section_cache import SECTIONS  # noqa: E402
-from gen import WORDS  # noqa: E402
+
+from support.gen import WORDS  # noqa: E402
 
 TEMPLATE = (
     "{%- for m in messages -%}"
@@ -82,7 +83,7 @@ def conversations(kind: str, n: int, seed: int = 0) -> list[list[dict]]:
 
 def agentic(n: int, shared: bool, seed: int = 9) -> list[dict]:
     """OpenAI-style agentic conversations; ``shared``: one tool set, system prompt and options for all."""
-    from gen import TOOL_NAMES, schema, text
+    from support.gen import TOOL_NAMES, schema, text
     from test_openai_input import openai_conversation
 
     rng = random.Random(seed)

@@ -54,7 +54,7 @@ PARSES = 10
 
 
 def long_text(rng: random.Random, n_words: int) -> str:
-    from gen import WORDS
+    from support.gen import WORDS
 
     words = [w for w in WORDS if "<|" not in w]  # no control spellings: same text in both modes
     return "".join(rng.choice(words) + rng.choice([" ", " ", "", "\n"]) for _ in range(n_words))

@@ -15,7 +15,7 @@ pad id -1), stepped in lock step (one id per row per step) through:
 * openai-harmony: B ``StreamableParser``, ``process(id)`` per row (pad ids skipped; id mode only)
 
 in id mode (Harmony encoding) and fallback mode (OpenChatML 2.2 on plain o200k_base,
-controls as text), for two texts: ``words`` (tests/gen.py words: many emoji / CJK tokens,
+controls as text), for two texts: ``words`` (tests/support/gen.py words: many emoji / CJK tokens,
 which leave the lean path) and ``prose`` (ASCII sentences).  µs per token = time / number of
 non-pad ids.  Repetitions are interleaved in a shuffled order; medians are reported.
 ``--sizes`` also times the two BatchDecoder paths (warm) and the feed loop at other batch
@@ -45,7 +45,7 @@ PROSE = ("The quick brown fox jumps over the lazy dog. Serving systems decode ma
 
 
 def words_text(rng: random.Random, n: int) -> str:
-    from gen import WORDS
+    from support.gen import WORDS
 
     ws = [w for w in WORDS if "<|" not in w]  # no control spellings: same text in both modes
     return "".join(rng.choice(ws) + rng.choice([" ", " ", "", "\n"]) for _ in range(n))

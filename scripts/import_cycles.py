@@ -4,7 +4,7 @@ module graph.  Issue 21's measure; run from anywhere:
 
     python scripts/import_cycles.py
 
-``tests/test_import_cycles.py`` imports these functions (the one home of the graph code).
+``tests/house/test_import_cycles.py`` imports these functions (the one home of the graph code).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ Packs the bundled sample (``examples/sample``) and a two-source recipe over it t
 CLI in several configurations (shuffled and ``--no-shuffle``, 1 and 2 workers, Parquet + npy,
 ``--no-pack``, a validation split) and records the sha256 of every file the run leaves in
 ``--out`` except the ones that carry timings or paths (``report.json``, ``manifest.json``,
-``recipe.yaml``, ``lengths.png``, ``.ocml/``).  ``tests/test_pack_identity.py`` runs the same
+``recipe.yaml``, ``lengths.png``, ``.ocml/``).  ``tests/pipeline/test_pack_identity.py`` runs the same
 configurations and compares them with each other where the output must not depend on the
 configuration (workers).
 """

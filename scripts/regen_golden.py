@@ -2,11 +2,11 @@
 
     python scripts/regen_golden.py [--check]
 
-Renders every (variant, case) of ``tests/fixtures/golden`` (``tests/golden.py`` describes the
+Renders every (variant, case) of ``tests/fixtures/golden`` (``tests/support/golden.py`` describes the
 layout) and writes ``tests/fixtures/golden/<variant>/<case>.json``; files of cells that no
 longer exist are removed.  Review the diff before committing: the goldens pin behaviour, they
 do not derive it.  ``--check`` writes nothing and exits 1 if any file would change (what
-``tests/test_golden.py`` checks, one cell per test).
+``tests/formats/test_golden.py`` checks, one cell per test).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-import golden  # noqa: E402
+from support import golden  # noqa: E402
 
 
 def main() -> int:

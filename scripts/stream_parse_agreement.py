@@ -3,9 +3,9 @@
     python scripts/stream_parse_agreement.py [--cases 3300] [--seed 1] [--show 3] [--format F ...]
 
 Reads ``--cases`` id sequences per format x {registered, fallback} (renders, mutated
-renders, soups; see ``tests/agreement.py``) with both readers and prints the number of
+renders, soups; see ``tests/support/agreement.py``) with both readers and prints the number of
 disagreements per pair and in total, with the first ``--show`` disagreements of each pair.
-Exit status 1 if any.  The CI test (``tests/test_stream_parse_agreement.py``) runs the same
+Exit status 1 if any.  The CI test (``tests/decode/test_stream_parse_agreement.py``) runs the same
 harness with 300 cases per pair and seed 0.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-import agreement as A  # noqa: E402
+from support import agreement as A  # noqa: E402
 
 
 def main() -> int:

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The README's test command: install ocml with its test, docs, ray, torch and megatron extras into the active
-# Python, check types (scripts/typecheck.sh), build the docs strictly (scripts/docs.sh), run pytest.  torch is the CPU build (the `torch` extra): tests/test_hf_generate.py runs a tiny model's
+# Python, check types (scripts/typecheck.sh), build the docs strictly (scripts/docs.sh), run pytest.  torch is the CPU build (the `torch` extra): tests/serving/test_hf_generate.py runs a tiny model's
 # generate() with it.  trl is installed without its dependencies: the tests only read the chat
 # templates its wheel ships (Qwen2.5, gpt-oss) and its padding-free collator.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python -m pip install --quiet -e ".[test,docs,ray,torch,megatron]"
 python -m pip install --quiet --no-deps "trl>=0.20"
-# save_pretrained folders must load in transformers 4.x too (tests/test_save_portable.py): a scratch
+# save_pretrained folders must load in transformers 4.x too (tests/template/test_save_portable.py): a scratch
 # venv with 4.57, made once and kept (OCML_TRANSFORMERS4_VENV to put it elsewhere)
 tf4="${OCML_TRANSFORMERS4_VENV:-.venv-transformers4}"
 if [ ! -x "$tf4/bin/python" ] || ! "$tf4/bin/python" -c "import transformers" 2>/dev/null; then

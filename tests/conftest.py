@@ -96,3 +96,13 @@ def pytest_terminal_summary(terminalreporter, config) -> None:
     seed = getattr(config.option, "randomly_seed", None)
     if config.pluginmanager.hasplugin("randomly") and isinstance(seed, int):
         terminalreporter.write_line(f"random order: rerun this order with --randomly-seed={seed}")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Mark the tests ``tests/SLOW`` lists ``slow`` (measured data, kept apart from the tests' code)."""
+    from support.slow import listed, slow_tests
+
+    slow = slow_tests()
+    for item in items:
+        if listed(slow, item.path.name, getattr(item, "originalname", item.name), item.name):
+            item.add_marker(pytest.mark.slow)

@@ -149,7 +149,7 @@ class StreamError(ParseError):
 def require(module: str, extra: str = "") -> Any:
     """Import a dependency or raise an instructive DependencyError.
 
-    ``extra``: the ``ocml[extra]`` that installs ``module`` (tests/test_require_extras.py checks that it
+    ``extra``: the ``ocml[extra]`` that installs ``module`` (tests/house/test_require_extras.py checks that it
     does); none for ocml's own dependencies, which only a broken environment lacks."""
     import importlib
 

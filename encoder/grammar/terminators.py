@@ -27,7 +27,7 @@ from typing import Literal
 from ocml.vocab import FORMAT_NAMES, UnknownNameError, canonical_format, control_table
 
 #: ``mode=`` of ``stop_ids`` / ``stop_strings``: the stop modes the token tables name (``fim``: ChatML
-#: only; tests/test_public_types.py keeps this in step with the data)
+#: only; tests/house/test_public_types.py keeps this in step with the data)
 StopMode = Literal["assistant", "all", "fim"]
 
 #: the mode whose stops a stream decoder uses for a role the data does not name

@@ -99,7 +99,7 @@ path also keeps ``(n_vocab + 1) * 9`` bytes of tables per lane (~1.8 MB for o200
 This uses only the decoder's public lean-path surface: ``StreamDecoder.lean_table`` /
 ``append_lean`` / ``done``, ``FrameMachine.content_append`` (``add_content`` without the
 ``Delta``, for cached Deltas) and ``Scanner.advance_text(n)`` (the deferred counters).
-``tests/test_stream_batch.py`` pins the equivalence with per-row ``feed`` calls, including
+``tests/decode/test_stream_batch.py`` pins the equivalence with per-row ``feed`` calls, including
 the scanner state at random points.
 """
 

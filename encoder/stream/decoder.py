@@ -52,7 +52,7 @@ Semantics
   still stops; whatever it left open (a header, a skipped body, another frame's message)
   ends there as at the end of the stream.  A stop control spelled as text may end inside
   a token (``>\n//``): the rest of that token is read after it.  So the events are those
-  of ``Encoder.parse`` of the ids up to the stop token (``tests/test_stream_parse_agreement.py``).
+  of ``Encoder.parse`` of the ids up to the stop token (``tests/decode/test_stream_parse_agreement.py``).
   ``stop_ids`` (extra ids: e.g. ``<|endoftext|>`` or ``<|end|>``) stop
   with ``reason="stop_id"`` after the token has been processed.  A stop id is the end of
   the stream, so a message still open is truncated as by ``finish()``

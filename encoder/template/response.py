@@ -6,7 +6,7 @@ fields) opened and closed by literal or regex delimiters over the *decoded* text
 region's text parsed (``text``, ``json``...) and optionally reshaped by a ``transform``.
 ``response_template(enc)`` builds one per format so that ``parse_response`` returns
 ``enc.to_openai(ids).message`` in the HF chat-template convention (tests:
-``tests/test_response_template.py``); ``save_pretrained`` writes it.
+``tests/template/test_response_template.py``); ``save_pretrained`` writes it.
 
 The HF convention, as the official gpt-oss folder reads its output back (TRL's and
 transformers' gpt-oss response templates): the reasoning field is ``thinking`` (what
@@ -15,7 +15,7 @@ transformers' gpt-oss response templates): the reasoning field is ``thinking`` (
 
 The rules of the engines that serve a checkpoint's response template (vLLM's and SGLang's
 ``--reasoning-parser`` / ``--tool-call-parser`` response-template adapters refuse anything
-else at start-up; ``tests/test_response_template.py`` encodes them): only the fields
+else at start-up; ``tests/template/test_response_template.py`` encodes them): only the fields
 ``thinking``, ``content`` and ``tool_calls``; ``defaults`` holding only ``role``;
 ``thinking`` and ``content`` plain ``text`` with no ``join`` and no ``transform``; the tool
 field closed by a delimiter (a call without its closer is dropped).  So there are no helper

@@ -2,7 +2,7 @@
 
 Written to give the reference template's bytes (swiss-ai/apertus_format ``chat_template.jinja``
 as rendered by transformers: ``trim_blocks``, ``lstrip_blocks``), quirks included, since the
-models were trained on them (checked by ``tests/test_apertus_parity.py``):
+models were trained on them (checked by ``tests/template/test_apertus_parity.py``):
 - a parameter with a default gets ``, // default: X`` *before* the separating ``,``
   (enum and ``oneOf`` defaults raw, others as JSON);
 - nested object properties are ``NAME: `` + ``\\n`` + 16 spaces + type, joined by ``, ``;

@@ -67,7 +67,7 @@ class FimOrder(str, Enum):
     OPENCHATML = "openchatml"
 
 
-#: ``order=`` as a string: ``FimOrder``'s values (tests/test_public_types.py keeps the two in step)
+#: ``order=`` as a string: ``FimOrder``'s values (tests/house/test_public_types.py keeps the two in step)
 FimOrderName = Literal["psm", "spm", "sp", "openchatml"]
 
 

@@ -57,7 +57,7 @@ Atom = Union[Text, Control, Special, StopString, InvalidId]
 
 # Text atoms are created once per feed() call, which with token-by-token streaming is
 # once per token: stored through the slots' descriptors, not the frozen ``__init__``'s
-# ``object.__setattr__`` (see ``ocml.encoder.messages.new_message``; tests/test_plain_constructors.py).
+# ``object.__setattr__`` (see ``ocml.encoder.messages.new_message``; tests/render/test_plain_constructors.py).
 _new = object.__new__
 _s_text, _s_token_index = Text.__dict__["text"].__set__, Text.__dict__["token_index"].__set__
 
