@@ -31,7 +31,10 @@ CHILD = r"""
 import json, random, sys, time
 sys.path.insert(0, sys.argv[1])
 import ocml
-from test_openai_input import openai_conversation
+try:  # the tests' layout at the tree measured: by area (support/) or flat
+    from support.openai_input import openai_conversation
+except ImportError:
+    from test_openai_input import openai_conversation
 
 def best(f, reps):
     b = 1e9

@@ -19,8 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from ocml import encoder  # noqa: E402
-from test_apertus import conversation as apertus_conversation  # noqa: E402
-from test_chatml import chat_conv, words  # noqa: E402
+from support.apertus import conversation as apertus_conversation  # noqa: E402
+from support.chatml import chat_conv, words  # noqa: E402
 
 
 def ratio(enc: encoder.Encoder, convs: list, reps: int = 7) -> tuple[float, float]:

@@ -84,7 +84,7 @@ def conversations(kind: str, n: int, seed: int = 0) -> list[list[dict]]:
 def agentic(n: int, shared: bool, seed: int = 9) -> list[dict]:
     """OpenAI-style agentic conversations; ``shared``: one tool set, system prompt and options for all."""
     from support.gen import TOOL_NAMES, schema, text
-    from test_openai_input import openai_conversation
+    from support.openai_input import openai_conversation
 
     rng = random.Random(seed)
     out = [openai_conversation(rng) for _ in range(n)]
@@ -123,7 +123,7 @@ def text_runs(tok, ids) -> list[str]:  # type: ignore[no-untyped-def]
 def agentic_rows(args, oh, henc) -> list[dict]:  # type: ignore[no-untyped-def]
     """Issue 9 workloads: ratio to the floor (text runs between controls) and to openai-harmony
     (whose default training render drops analysis the gpt-oss way: ``cot="harmony"``)."""
-    from test_openai_input import to_harmony_objects
+    from support.openai_input import to_harmony_objects
 
     rows = []
     enc = encoder.Encoder("harmony")

@@ -24,7 +24,7 @@ from ocml.encoder.errors import HeaderError, InputError, InputTypeError, OcmlErr
 from ocml.encoder.events import MessageEnd, Stop
 from ocml.encoder.formats.chatml.format import tool_calls_of
 
-from support.chatml import cached_encoder, check_stream, merge
+from support.chatml import cached_encoder, chat_conv, check_stream, merge, words
 
 CONTROLS = ("<s>", "</s>", "<|im_start|>", "<|im_end|>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>",
             "<|file_separator|>")
@@ -49,16 +49,6 @@ def test_spec_text_with_its_stray_spaces_parses():
 
 
 # -- whole-run ids ----------------------------------------------------------------------------
-
-WORDS = ["hello", " world", "\n", "\n\n", " ", "  ", "\t", "café", "日本語", "🙂", "x<y", "a|b", "<", "|>",
-         "<|im_end|>", "<|im_start|>", "</s>", "<s>", "<|fim_prefix|>", "<<|im_end|>", "{\"a\": 1}", "'s", "123",
-         "\r\n", " \n", "name=x"]
-
-
-def words(rng: random.Random, n: int = 6, safe: bool = False) -> str:
-    pool = [w for w in WORDS if "<" not in w] if safe else WORDS
-    return "".join(rng.choice(pool) for _ in range(rng.randint(0, n)))
-
 
 def native_conv(rng: random.Random, safe: bool = False) -> list[dict]:
     msgs = []
@@ -142,23 +132,6 @@ def test_straddling_token_is_trained_and_documented_example():
 
 
 # -- the mask invariant ------------------------------------------------------------------------
-
-def chat_conv(rng: random.Random) -> list[dict]:
-    msgs: list[dict] = []
-    if rng.random() < 0.5:
-        msgs.append({"role": "system", "content": words(rng)})
-    for _ in range(rng.randint(1, 3)):
-        msgs.append({"role": "user", "content": words(rng)})
-        for _ in range(rng.randint(1, 2)):
-            a: dict = {"role": "assistant", "content": words(rng)}
-            if rng.random() < 0.3:
-                a["tool_calls"] = [{"type": "function", "function": {"name": "f", "arguments": {"q": words(rng, 2)}}}]
-                msgs.append(a)
-                msgs.append({"role": "tool", "content": words(rng)})
-                continue
-            msgs.append(a)
-    return msgs
-
 
 @pytest.mark.parametrize("tokenizer", ["cl100k_base+reg", "o200k_base+reg"])
 def test_prompt_is_a_prefix_up_to_the_straddling_token_and_the_mask_is_the_generated_spans(tokenizer):

@@ -61,3 +61,31 @@ def check_stream(enc, ids, rng: random.Random, *, contents: bool = True, **kw):
                 assert "".join(buf) == ev.message.content
             buf = None
     return ref
+
+
+#: ChatML test text: words, spaces, newlines and control spellings
+WORDS = ["hello", " world", "\n", "\n\n", " ", "  ", "\t", "café", "日本語", "🙂", "x<y", "a|b", "<", "|>",
+         "<|im_end|>", "<|im_start|>", "</s>", "<s>", "<|fim_prefix|>", "<<|im_end|>", "{\"a\": 1}", "'s", "123",
+         "\r\n", " \n", "name=x"]
+
+
+def words(rng: random.Random, n: int = 6, safe: bool = False) -> str:
+    pool = [w for w in WORDS if "<" not in w] if safe else WORDS
+    return "".join(rng.choice(pool) for _ in range(rng.randint(0, n)))
+
+
+def chat_conv(rng: random.Random) -> list[dict]:
+    msgs: list[dict] = []
+    if rng.random() < 0.5:
+        msgs.append({"role": "system", "content": words(rng)})
+    for _ in range(rng.randint(1, 3)):
+        msgs.append({"role": "user", "content": words(rng)})
+        for _ in range(rng.randint(1, 2)):
+            a: dict = {"role": "assistant", "content": words(rng)}
+            if rng.random() < 0.3:
+                a["tool_calls"] = [{"type": "function", "function": {"name": "f", "arguments": {"q": words(rng, 2)}}}]
+                msgs.append(a)
+                msgs.append({"role": "tool", "content": words(rng)})
+                continue
+            msgs.append(a)
+    return msgs
