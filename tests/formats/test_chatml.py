@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from ocml import encoder
 from ocml import vocab
-from ocml.encoder.errors import HeaderError, InputError, InputTypeError, OcmlError, UnknownNameError, UnrepresentableError
+from ocml.encoder.errors import CallSchemaError, HeaderError, InputError, InputTypeError, OcmlError, UnknownNameError, UnrepresentableError
 from ocml.encoder.events import MessageEnd, Stop
 from ocml.encoder.formats.chatml.format import tool_calls_of
 
@@ -405,3 +405,17 @@ def test_formats_cli_lists_all_five_renderable(capsys):
     assert main(["formats"]) == 0
     out = capsys.readouterr().out
     assert all(f"{name:16} render+parse" in out for name in vocab.FORMAT_NAMES)
+
+
+@pytest.mark.parametrize("name", ["functions.", 'say "hi"', "back\\slash"])
+def test_a_tool_name_a_call_cannot_carry_is_refused(name):
+    """A <tool_call> holds the name inside a JSON string as it is and reads back only with one:
+    an empty name (``functions.`` with its namespace taken off) or one JSON would escape is
+    ``E-CALL-SCHEMA`` at the call, never a call that reads back as text."""
+    enc = cached_encoder("chatml")
+    conv = [{"role": "user", "content": "q"},
+            {"role": "assistant", "content": None,
+             "tool_calls": [{"id": "c1", "type": "function", "function": {"name": name, "arguments": "{}"}}]}]
+    with pytest.raises(CallSchemaError) as info:
+        enc.render(conv)
+    assert info.value.code == "E-CALL-SCHEMA" and info.value.index == 1 and info.value.field == "name"

@@ -204,6 +204,9 @@ class ChatML(Format):
         name = m.recipient or ""
         if name.startswith("functions."):
             name = name[len("functions."):]
+        if not name:  # reads back as no call (chatml.turns needs a name)
+            raise CallSchemaError(f"tool call {m.recipient!r} has no function name", index=i, field="name",
+                                  hint="name the function the call is for, e.g. 'get_weather'")
         if json.dumps(name, ensure_ascii=False)[1:-1] != name:
             # Qwen's layout puts the name inside a JSON string as it is: a quote, a backslash or a
             # control character would write a call that reads back as no call (chatml.turns)
