@@ -16,7 +16,7 @@ from ocml.encoder.events import Delta, MessageEnd
 from ocml.encoder.openai_chunks import accumulate
 from support.chatml import cached_encoder, check_stream
 from support.llama3 import arguments_as_text, conversation
-from support.openai_chunks import after
+from support.openai_chunks import after, no_ids
 
 TOKENIZERS = [None, "o200k_base"]  # registered (Meta's ids), fallback (controls spelled as text)
 TOK_IDS = ["registered", "fallback"]
@@ -102,13 +102,6 @@ def prompt_ids(enc: encoder.Encoder) -> list[int]:
 
 def full_ids(enc: encoder.Encoder, turn: dict) -> list[int]:
     return enc.render({"messages": [USER, turn], "tools": TOOLS}, mode="train").ids.tolist()
-
-
-def no_ids(message: dict) -> dict:
-    out = dict(message)
-    if "tool_calls" in out:
-        out["tool_calls"] = [{k: v for k, v in c.items() if k != "id"} for c in out["tool_calls"]]
-    return out
 
 
 @pytest.mark.parametrize("tok", TOKENIZERS, ids=TOK_IDS)

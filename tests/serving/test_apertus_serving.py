@@ -23,6 +23,7 @@ from ocml.encoder.openai_chunks import accumulate
 
 from support.apertus_serving import SHAPES, call, completion, full
 from support.engine_stop import engine_stops  # noqa: E402
+from support.openai_chunks import no_ids  # noqa: E402
 
 TOKENIZERS = [None, "o200k_base"]  # registered controls (the default), fallback (controls spelled as text)
 TOK_IDS = ["registered", "fallback"]
@@ -35,13 +36,6 @@ def enc_for(tok: str | None) -> encoder.Encoder:
     if tok not in _ENCS:
         _ENCS[tok] = encoder.Encoder("apertus", tokenizer=tok)
     return _ENCS[tok]
-
-
-def no_ids(message: dict) -> dict:
-    out = dict(message)
-    if "tool_calls" in out:
-        out["tool_calls"] = [{k: v for k, v in c.items() if k != "id"} for c in out["tool_calls"]]
-    return out
 
 
 @pytest.mark.parametrize("tok", TOKENIZERS, ids=TOK_IDS)

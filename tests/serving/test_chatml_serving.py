@@ -25,7 +25,7 @@ from ocml.encoder.openai_chunks import accumulate
 from ocml.encoder.formats.chatml.turns import CALL_CLOSE, CALL_OPEN, THINK_CLOSE
 
 from support.paths import shared
-from support.openai_chunks import after
+from support.openai_chunks import after, no_ids
 from support.engine_stop import engine_stops
 
 CITY = {"type": "object", "properties": {"city": {"type": "string"}}}
@@ -99,13 +99,6 @@ def text_ids(enc: encoder.Encoder, text: str) -> list[int]:
     if end is None or not text.endswith("<|im_end|>"):
         return enc.tokenizer.encode_text(text)
     return enc.tokenizer.encode_text(text[:-len("<|im_end|>")]) + [end]
-
-
-def no_ids(message: dict) -> dict:
-    out = dict(message)
-    if "tool_calls" in out:
-        out["tool_calls"] = [{k: v for k, v in c.items() if k != "id"} for c in out["tool_calls"]]
-    return out
 
 
 def chunked(ids: list[int], cuts: list[int]) -> list[list[int]]:

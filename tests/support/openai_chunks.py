@@ -59,3 +59,11 @@ def completion(enc: encoder.Encoder, turn: dict, history: list[dict] | None = No
     dec = enc.decoder(role="assistant")
     stop = [e for e in dec.feed(ids) if type(e).__name__ == "Stop"]
     return ids[:len(ids) - stop[0].trailing] if stop else ids
+
+
+def no_ids(message: dict) -> dict:
+    """An OpenAI message without its tool calls' ids (generated ids differ run to run)."""
+    out = dict(message)
+    if "tool_calls" in out:
+        out["tool_calls"] = [{k: v for k, v in c.items() if k != "id"} for c in out["tool_calls"]]
+    return out
